@@ -1,0 +1,59 @@
+"""Numerically stable softmax with temperature (chapter 2).
+
+``softmax(x)_i = exp(x_i / τ) / Σ_j exp(x_j / τ)`` turns scores into weights that are
+non-negative and sum to one. Subtracting the largest score first changes nothing
+mathematically (softmax is shift invariant) but keeps ``exp`` from overflowing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from selfattn_lib._validation import as_float_array, check_axis, check_positive_float
+
+
+def softmax(x: ArrayLike, axis: int = -1, temperature: float = 1.0) -> np.ndarray:
+    """Softmax of ``x / temperature`` along ``axis``, computed without overflow.
+
+    Parameters
+    ----------
+    x
+        Finite scores; ``-inf`` is allowed and gets weight exactly 0 (that is how masks
+        work). A slice that is all ``-inf`` gets all-zero weights, not NaN.
+    axis
+        The axis whose entries are turned into weights (sum to one).
+    temperature
+        A finite positive number ``τ``: below 1 sharpens the weights towards the
+        arg-max, above 1 flattens them towards uniform.
+
+    Shapes
+    ------
+    ``x``: any shape with at least one axis → the same shape. float16 and float32 inputs keep
+    their dtype; integers and booleans become float64.
+
+    Examples
+    --------
+    >>> softmax([1.0, 1.0])
+    array([0.5, 0.5])
+    >>> softmax([1000.0, 1001.0]).round(4)
+    array([0.2689, 0.7311])
+    >>> softmax([0.0, 1.0], temperature=0.01).round(4)
+    array([0., 1.])
+    """
+    x = as_float_array("x", x, allow_neg_inf=True)
+    if x.ndim == 0:
+        raise ValueError(f"softmax needs at least one axis: x has shape {x.shape}")
+    axis = check_axis(axis, "x", x)
+    temperature = check_positive_float("temperature", temperature)
+    # initial=-inf makes the maximum of an empty axis -inf instead of an error; a slice that
+    # is all -inf is shifted by 0 instead (-inf - -inf would be NaN).
+    largest = x.max(axis=axis, keepdims=True, initial=-np.inf)
+    largest[np.isneginf(largest)] = 0
+    # After the shift every entry is <= 0, so an overflow of (x - max) / τ can only head
+    # towards -inf, whose exp is the correct weight 0.
+    with np.errstate(over="ignore"):
+        exponentials = np.exp((x - largest) / temperature)
+    totals = exponentials.sum(axis=axis, keepdims=True)
+    # All-zero slices (all -inf, or an empty axis) stay zero instead of 0 / 0.
+    return np.divide(exponentials, totals, out=np.zeros_like(exponentials), where=totals > 0)

@@ -1,0 +1,187 @@
+"""Tests of selfattn_lib.softmax: properties, numerical stability, parity with PyTorch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from strategies import PROPERTY_SETTINGS, finite_floats, float_arrays
+
+from selfattn_lib.softmax import softmax
+
+torch = pytest.importorskip("torch")
+
+pytestmark = pytest.mark.filterwarnings("error")
+
+
+# --- properties ----------------------------------------------------------------------------
+
+
+@PROPERTY_SETTINGS
+@given(x=float_arrays(bound=1e300), data=st.data())
+def test_weights_are_probabilities_even_for_huge_scores(x, data):
+    axis = data.draw(st.integers(-x.ndim, x.ndim - 1))
+    weights = softmax(x, axis=axis)
+    assert weights.shape == x.shape
+    assert ((weights >= 0) & (weights <= 1)).all()
+    np.testing.assert_allclose(weights.sum(axis=axis), 1.0, rtol=1e-12)
+
+
+@PROPERTY_SETTINGS
+@given(x=float_arrays(bound=100), shift=finite_floats(100))
+def test_adding_a_constant_changes_nothing(x, shift):
+    np.testing.assert_allclose(softmax(x + shift), softmax(x), rtol=1e-9, atol=1e-15)
+
+
+@PROPERTY_SETTINGS
+@given(x=float_arrays(min_dims=1, max_dims=1, max_side=8, bound=50))
+def test_order_is_preserved(x):
+    weights = softmax(x)
+    difference = x[:, None] - x[None, :]
+    assert (weights[:, None] >= weights[None, :])[difference > 0].all()
+    # Scores closer than rounding can resolve may get equal weights; others may not.
+    assert (weights[:, None] > weights[None, :])[difference > 1e-9].all()
+    equal = x[:, None] == x[None, :]
+    assert (weights[:, None] == weights[None, :])[equal].all()
+
+
+@PROPERTY_SETTINGS
+@given(scores=st.lists(st.integers(-10, 10), min_size=2, max_size=8, unique=True))
+def test_low_temperature_picks_the_maximum_and_high_temperature_flattens(scores):
+    scores = np.array(scores, dtype=float)
+    one_hot = np.eye(len(scores))[np.argmax(scores)]
+    np.testing.assert_allclose(softmax(scores, temperature=1e-3), one_hot, atol=1e-12)
+    uniform = np.full(len(scores), 1 / len(scores))
+    np.testing.assert_allclose(softmax(scores, temperature=1e6), uniform, rtol=1e-4)
+
+
+@PROPERTY_SETTINGS
+@given(x=float_arrays(bound=100), temperature=st.floats(0.05, 20))
+def test_temperature_divides_the_scores(x, temperature):
+    np.testing.assert_allclose(
+        softmax(x, temperature=temperature), softmax(x / temperature), rtol=1e-9, atol=1e-15
+    )
+
+
+def test_hand_checked_values():
+    np.testing.assert_allclose(softmax([0.0, np.log(3.0)]), [0.25, 0.75], rtol=1e-15)
+    e = np.e
+    np.testing.assert_allclose(softmax([1000.0, 1001.0]), [1 / (1 + e), e / (1 + e)])
+    np.testing.assert_allclose(softmax([-1000.0, -1001.0]), [e / (1 + e), 1 / (1 + e)])
+
+
+def test_axis_selects_the_normalised_axis():
+    x = np.random.default_rng(0).normal(size=(3, 4))
+    np.testing.assert_allclose(softmax(x, axis=0), softmax(x.T).T, rtol=1e-15)
+    np.testing.assert_allclose(softmax(x, axis=0).sum(axis=0), 1.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_half_and_single_precision_keep_their_dtype_without_overflow(dtype):
+    largest = float(np.finfo(dtype).max)
+    scores = np.array([[largest, largest / 2], [1.0, 1.0], [-largest, 0.0]], dtype=dtype)
+    weights = softmax(scores, temperature=0.5)
+    assert weights.dtype == dtype
+    np.testing.assert_allclose(weights, [[1, 0], [0.5, 0.5], [0, 1]])
+
+
+@pytest.mark.parametrize("scores", [[0, 1], [True, False]])
+def test_integers_and_booleans_become_float64(scores):
+    assert softmax(scores).dtype == np.float64
+
+
+def test_minus_infinity_gets_weight_exactly_zero():
+    weights = softmax([[1.0, -np.inf, 2.0], [-np.inf, 5.0, -np.inf]])
+    assert weights[0, 1] == 0.0
+    np.testing.assert_array_equal(weights[1], [0.0, 1.0, 0.0])
+    np.testing.assert_allclose(weights[0].sum(), 1.0)
+
+
+def test_an_all_minus_infinity_row_gets_zeros_not_nan():
+    weights = softmax([[-np.inf, -np.inf], [0.0, 0.0]])
+    np.testing.assert_array_equal(weights, [[0.0, 0.0], [0.5, 0.5]])
+
+
+@pytest.mark.parametrize("shape", [(0,), (3, 0), (0, 4)])
+def test_empty_arrays_give_empty_arrays(shape):
+    assert softmax(np.zeros(shape)).shape == shape
+
+
+# --- parity with PyTorch -------------------------------------------------------------------
+
+
+@PROPERTY_SETTINGS
+@given(
+    x=hnp.arrays(
+        np.float64,
+        hnp.array_shapes(min_dims=1, max_dims=4, min_side=1, max_side=6),
+        elements=finite_floats(1e4),
+    ),
+    temperature=st.floats(0.1, 10),
+    data=st.data(),
+)
+def test_matches_torch_softmax(x, temperature, data):
+    axis = data.draw(st.integers(-x.ndim, x.ndim - 1))
+    expected = torch.softmax(torch.from_numpy(x) / temperature, dim=axis).numpy()
+    np.testing.assert_allclose(
+        softmax(x, axis=axis, temperature=temperature), expected, rtol=1e-6, atol=1e-12
+    )
+
+
+# --- bad input -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("temperature", [0, -1.0, np.nan, np.inf])
+def test_temperature_must_be_finite_and_positive(temperature):
+    with pytest.raises(ValueError, match="temperature must be a finite positive number"):
+        softmax([1.0, 2.0], temperature=temperature)
+
+
+@pytest.mark.parametrize("temperature", ["1", None, True, 1 + 0j])
+def test_temperature_must_be_a_real_number(temperature):
+    with pytest.raises(TypeError, match="temperature must be a positive real number"):
+        softmax([1.0, 2.0], temperature=temperature)
+
+
+def test_temperature_as_numpy_scalar_keeps_float32():
+    x = np.array([1.0, 2.0], dtype=np.float32)
+    assert softmax(x, temperature=np.float64(2.0)).dtype == np.float32
+
+
+@pytest.mark.parametrize("axis", [2, -3])
+def test_axis_out_of_range(axis):
+    with pytest.raises(ValueError, match=rf"axis {axis} is out of range for x with ndim 2 \(shape"):
+        softmax(np.ones((2, 3)), axis=axis)
+
+
+@pytest.mark.parametrize("axis", [1.0, "0", None, True])
+def test_axis_must_be_an_integer(axis):
+    with pytest.raises(TypeError, match="axis must be an integer"):
+        softmax(np.ones((2, 3)), axis=axis)
+
+
+def test_a_scalar_has_no_axis():
+    with pytest.raises(ValueError, match=r"softmax needs at least one axis: x has shape \(\)"):
+        softmax(3.0)
+
+
+@pytest.mark.parametrize(("bad", "where"), [(np.nan, r"x\[0, 1\] is nan"), (np.inf, "is inf")])
+def test_nan_and_plus_infinity_are_rejected(bad, where):
+    with pytest.raises(ValueError, match=rf"x must not contain NaN or \+inf.*{where}"):
+        softmax([[0.0, bad]])
+
+
+@pytest.mark.parametrize(
+    ("x", "message"),
+    [([1j, 2], "x must be real, got complex"), ("abc", "x must be an array of numbers")],
+)
+def test_complex_and_text_are_type_errors(x, message):
+    with pytest.raises(TypeError, match=message):
+        softmax(x)
+
+
+def test_ragged_input_is_a_value_error_naming_x():
+    with pytest.raises(ValueError, match="x could not be converted to an array"):
+        softmax([[1.0, 2.0], [3.0]])
