@@ -30,6 +30,7 @@ test: $(STAMP)
 execute: $(STAMP)
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
 		--ExecutePreprocessor.timeout=120 --ExecutePreprocessor.store_widget_state=False \
+		--ExecutePreprocessor.record_timing=False \
 		notebooks/*.ipynb
 
 serve:

@@ -26,10 +26,14 @@ def figure_explorer(
 
     Examples
     --------
+    In a notebook, where the widget is displayed (outside one it prints control codes):
+
     >>> from selfattn_lib.plotting import bar_chart
     >>> slider = ipywidgets.FloatSlider(value=1.0, min=0.0, max=2.0, description="height")
-    >>> explorer = figure_explorer(lambda height: bar_chart([height], ["bar"]), height=slider)
-    >>> explorer.result.axes[0].patches[0].get_height()
+    >>> explorer = figure_explorer(  # doctest: +SKIP
+    ...     lambda height: bar_chart([height], ["bar"]), height=slider
+    ... )
+    >>> float(explorer.result.axes[0].patches[0].get_height())  # doctest: +SKIP
     1.0
     """
     if not controls:
