@@ -83,3 +83,112 @@ def test_axes_can_be_passed_for_small_multiples():
     left, right = fig.subplots(1, 2)
     assert plotting.bar_chart(np.ones(2), ["a", "b"], ax=right) is fig
     assert len(left.patches) == 0 and len(right.patches) == 2
+
+
+# --- Chapter 2: softmax ---
+
+
+def test_ch2_temperature_weights_draws_the_softmax_at_that_temperature():
+    from selfattn_lib.softmax import softmax
+
+    scores = np.array([1.0, 3.0, 2.0, -1.0])
+    fig = plotting.temperature_weights(scores, ["a", "b", "c", "d"], temperature=0.5)
+    ax = fig.axes[0]
+    heights = [patch.get_height() for patch in ax.patches]
+    np.testing.assert_allclose(heights, softmax(scores / 0.5), rtol=1e-12)
+    assert [label.get_text() for label in ax.get_xticklabels()] == ["a", "b", "c", "d"]
+    assert (ax.get_title(), ax.get_xlabel(), ax.get_ylabel()) == (
+        "τ = 0.5",
+        "key",
+        "softmax weight",
+    )
+    assert ax.get_ylim() == (0.0, 1.15)
+    uniform_line = ax.lines[-1]
+    assert list(uniform_line.get_ydata()) == [0.25, 0.25]
+    assert "1/4" in [text.get_text() for text in ax.texts]
+
+
+def test_ch2_temperature_weights_goes_from_argmax_to_uniform_and_splits_ties():
+    labels = ["a", "b", "c"]
+    cold = plotting.temperature_weights([2.0, 2.0, 0.0], labels, temperature=1e-3)
+    np.testing.assert_allclose([p.get_height() for p in cold.axes[0].patches], [0.5, 0.5, 0.0])
+    hot = plotting.temperature_weights([2.0, 1.0, 0.0], labels, temperature=1e4)
+    np.testing.assert_allclose([p.get_height() for p in hot.axes[0].patches], 1 / 3, rtol=1e-3)
+
+
+@pytest.mark.parametrize("temperature", [0.0, -1.0])
+def test_ch2_temperature_weights_rejects_a_non_positive_temperature(temperature):
+    with pytest.raises(ValueError, match="temperature"):
+        plotting.temperature_weights([1.0, 2.0], ["a", "b"], temperature)
+
+
+def test_ch2_temperature_weights_rejects_a_matrix_and_draws_into_given_axes():
+    with pytest.raises(ValueError, match=r"one row of shape \(T_k,\), got shape \(1, 2\)"):
+        plotting.temperature_weights([[1.0, 2.0]], ["a", "b"], 1.0)
+    fig = Figure()
+    left, right = fig.subplots(1, 2)
+    assert plotting.temperature_weights([1.0, 2.0], ["a", "b"], 2.0, ax=right) is fig
+    assert len(left.patches) == 0 and right.get_title() == "τ = 2"
+
+
+# --- Chapter 1: dot-product similarity ---
+
+
+def test_similarity_geometry_states_the_values_in_the_title():
+    fig = plotting.similarity_geometry([2.0, 0.0], [1.0, 1.0], title="two vectors")
+    ax = fig.axes[0]
+    assert isinstance(fig, Figure)
+    assert ax.get_title() == (
+        "two vectors\n|a| = 2.00, |b| = 1.41, θ = 45°\na·b = 2.00, cos θ = 0.71"
+    )
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("component 1", "component 2")
+    assert [text.get_text() for text in ax.texts if text.get_text()] == [
+        "θ",
+        r"$\mathbf{a}$",
+        r"$\mathbf{b}$",
+    ]
+
+
+def test_similarity_geometry_draws_the_shadow_of_b_on_a():
+    # b = (-1, 1) at 135° from a = (2, 0): its shadow on a's line runs from 0 to -1.
+    ax = plotting.similarity_geometry([2.0, 0.0], [-1.0, 1.0]).axes[0]
+    shadow = next(line for line in ax.lines if line.get_label() == "shadow of b on a")
+    np.testing.assert_allclose(shadow.get_xydata(), [[0.0, 0.0], [-1.0, 0.0]], atol=1e-12)
+    assert "a·b = -2.00, cos θ = -0.71" in ax.get_title()
+    assert "θ = 135°" in ax.get_title()
+
+
+def test_similarity_geometry_never_prints_minus_zero():
+    angle = np.radians(90.0)
+    ax = plotting.similarity_geometry([1.5, 0.0], [np.cos(angle), -np.sin(angle)]).axes[0]
+    assert "a·b = 0.00, cos θ = 0.00" in ax.get_title()
+
+
+def test_similarity_geometry_handles_a_zero_vector():
+    ax = plotting.similarity_geometry([1.0, 0.0], [0.0, 0.0]).axes[0]
+    assert ax.get_title().endswith("a·b = 0.00, cos θ undefined (zero vector)")
+    assert "θ undefined" in ax.get_title()
+    assert not ax.patches, "no angle is drawn"
+
+
+def test_similarity_geometry_reach_fixes_a_square_frame_for_small_multiples():
+    fig = Figure()
+    left, right = fig.subplots(1, 2)
+    assert plotting.similarity_geometry([1, 0], [0, 3], reach=4.0, ax=right) is fig
+    assert right.get_xlim() == right.get_ylim() == (-4.0, 4.0)
+    assert not left.lines
+    automatic = plotting.similarity_geometry([1, 0], [0, 3]).axes[0]
+    assert automatic.get_xlim()[1] >= 3.0
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "reach", "message"),
+    [
+        ([1, 0, 0], [1, 0], None, r"a must have shape \(2,\), got \(3,\)"),
+        ([1, 0], [np.nan, 0], None, "b contains NaN or infinity"),
+        ([1, 0], [1, 1], 0.0, "reach must be a finite positive number"),
+    ],
+)
+def test_similarity_geometry_rejects_bad_input(a, b, reach, message):
+    with pytest.raises(ValueError, match=message):
+        plotting.similarity_geometry(a, b, reach=reach)
