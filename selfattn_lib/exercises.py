@@ -34,10 +34,10 @@ class Feedback:
 
     def __repr__(self) -> str:
         if self.passed:
-            return f"✅ Correct. {self.message}"
+            return f"✔ Correct. {self.message}"
         if not self.attempted:
-            return f"⏳ Not attempted yet. {self.message}"
-        return f"❌ Not yet. {self.message}"
+            return f"○ Not attempted yet. {self.message}"
+        return f"✘ Not yet. {self.message}"
 
 
 class _Mistake(Exception):

@@ -8,9 +8,9 @@ from selfattn_lib import exercises
 
 
 def test_feedback_reads_as_a_verdict():
-    assert repr(exercises.Feedback(True, True, "Well done.")) == "✅ Correct. Well done."
-    assert repr(exercises.Feedback(False, False, "Go.")) == "⏳ Not attempted yet. Go."
-    assert repr(exercises.Feedback(False, True, "Off.")) == "❌ Not yet. Off."
+    assert repr(exercises.Feedback(True, True, "Well done.")) == "✔ Correct. Well done."
+    assert repr(exercises.Feedback(False, False, "Go.")) == "○ Not attempted yet. Go."
+    assert repr(exercises.Feedback(False, True, "Off.")) == "✘ Not yet. Off."
     assert bool(exercises.Feedback(True, True, "")) and not exercises.Feedback(False, True, "")
 
 
@@ -61,7 +61,7 @@ def test_ch2_reference_solutions_pass(name):
     checker, solution = CH2_CHECKERS[name]
     feedback = checker(solution)
     assert feedback.passed and feedback.attempted, feedback.message
-    assert repr(feedback).startswith("✅ Correct.")
+    assert repr(feedback).startswith("✔ Correct.")
 
 
 @pytest.mark.parametrize("name", CH2_CHECKERS)
@@ -326,7 +326,7 @@ CH1_CHECKERS = {
 def test_ch1_reference_solutions_pass(name):
     feedback = getattr(exercises, name)(CH1_CHECKERS[name])
     assert feedback.passed and feedback.attempted, feedback.message
-    assert repr(feedback).startswith("✅ Correct.")
+    assert repr(feedback).startswith("✔ Correct.")
 
 
 @pytest.mark.parametrize("name", CH1_CHECKERS)

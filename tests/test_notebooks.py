@@ -190,3 +190,9 @@ def test_committed_outputs_come_from_one_clean_run(notebook):
             assert output.get("name") != "stderr", f"stderr output in: {cell.source[:80]}"
     assert nb.metadata.kernelspec.name == "python3"
     assert "widgets" not in nb.metadata, "no widget state is committed"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=by_name)
+def test_welcome_page_and_readme_list_every_published_chapter(path):
+    assert f"{{doc}}`../notebooks/{path.stem}`" in (ROOT / "book" / "intro.md").read_text()
+    assert f"`notebooks/{path.name}`" in (ROOT / "README.md").read_text()
