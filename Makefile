@@ -15,6 +15,9 @@ $(STAMP): requirements.txt pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt
+	@# Build matplotlib's font cache now: on a new machine the first import announces it on
+	@# stderr, which would otherwise land in a notebook's outputs.
+	$(BIN)/python -c "import matplotlib.pyplot"
 	@touch $(STAMP)
 
 book: $(STAMP)

@@ -112,451 +112,21 @@ def _run_checks(checks: Callable[[], str]) -> Feedback:
     return Feedback(passed=True, attempted=True, message=praise)
 
 
-# --- Chapter 2: softmax ---
-
-
-def _show(array: np.ndarray) -> str:
-    """An array as a short Python list for a message, e.g. ``[1000.0, 1001.0]``."""
-    return str(np.asarray(array).tolist())
+def _name_of(function: Callable[..., Any], default: str) -> str:
+    """The learner's name for ``function``, or ``default`` for a lambda or a callable object."""
+    name = getattr(function, "__name__", "")
+    return name if isinstance(name, str) and name.isidentifier() else default
 
 
 def _call_quietly(function: Callable[..., Any], *args: Any) -> Any:
     """Call the learner's function with NumPy's floating-point warnings switched off.
 
-    A naive softmax overflows on purpose in these checks. The checker explains the overflow
-    in words, so no ``RuntimeWarning`` line reaches the notebook's stderr.
+    Checks feed inputs that make wrong answers overflow or divide 0 by 0 (a naive softmax, a
+    missing length check). The checker explains that in words, so no ``RuntimeWarning`` line
+    reaches the notebook's stderr.
     """
     with np.errstate(all="ignore"):
         return _call(function, *args)
-
-
-def _call_on_copy(function: Callable[..., Any], scores: np.ndarray, *args: Any) -> Any:
-    """Call ``function(copy of scores, *args)`` and complain if it changed its argument."""
-    given = scores.copy()
-    result = _call_quietly(function, given, *args)
-    if not np.array_equal(given, scores):
-        raise _Mistake(
-            "your function changed the array it was given (for example with "
-            "`scores -= scores.max()`): compute `scores - scores.max()` into a new array, "
-            "so that the caller's scores stay as they were"
-        )
-    return result
-
-
-def _explain_non_finite(result: Any, expected: np.ndarray, what: str, explanation: str) -> None:
-    """Raise ``explanation`` if ``result`` has the expected shape but holds NaN or infinity."""
-    if result is None:
-        return  # _as_result_array reports the missing return
-    try:
-        values = np.asarray(result, dtype=np.float64)
-    except (TypeError, ValueError):
-        return  # _as_result_array reports results that are not numbers
-    if values.shape == expected.shape and not np.isfinite(values).all():
-        kind = "NaN (not a number)" if np.isnan(values).any() else "infinity"
-        raise _Mistake(f"{what} returned {kind}. {explanation}")
-
-
-def _check_weights_of_a_row(
-    got: np.ndarray, scores: np.ndarray, expected: np.ndarray, what: str, atol: float = 1e-8
-) -> None:
-    """Name the usual mistakes of a 1-D softmax, then compare with the expected weights."""
-    if (got < 0).any():
-        raise _Mistake(
-            f"{what} has a negative weight ({got.min():.4g}): each weight is an exponential "
-            "divided by a positive total, so none can be negative. Did you exponentiate?"
-        )
-    total = got.sum()
-    if not np.isclose(total, 1.0):
-        raise _Mistake(
-            f"the weights of {what} sum to {total:.6g}, not 1: divide every exponential by "
-            "the sum of all of them"
-        )
-    plain_division = scores / scores.sum() if scores.sum() != 0 else None
-    if (
-        plain_division is not None
-        and np.allclose(got, plain_division)
-        and not np.allclose(got, expected)
-    ):
-        raise _Mistake(
-            f"{what} divided the scores by their sum without exponentiating them first: "
-            "softmax is exp(score) / sum(exp(scores))"
-        )
-    higher = scores[:, None] > scores[None, :]
-    inverted = higher & (got[:, None] < got[None, :] - 1e-12)
-    if inverted.any():
-        i, j = np.argwhere(inverted)[0]
-        raise _Mistake(
-            f"{what} gives a higher score a lower weight ({scores[i]:g} gets {got[i]:.4g}, "
-            f"{scores[j]:g} gets {got[j]:.4g}): softmax keeps the order of the scores. "
-            "Did you take absolute values or flip a sign?"
-        )
-    _assert_close(got, expected, what, atol=atol)
-
-
-def check_softmax_vector(softmax_vector: Callable[[np.ndarray], Any]) -> Feedback:
-    """Check the learner's softmax of one row of scores (chapter 2, exercise 1).
-
-    Expected signature: ``softmax_vector(scores: np.ndarray) -> np.ndarray``, where ``scores``
-    has shape ``(n,)`` and the result holds the ``n`` weights
-    ``exp(scores) / sum(exp(scores))``. It need not be numerically stable yet.
-
-    Examples
-    --------
-    >>> check_softmax_vector(lambda s: np.exp(s) / np.exp(s).sum()).passed
-    True
-    """
-
-    def checks() -> str:
-        for scores in (
-            np.array([1.0, 2.0, 3.0]),
-            np.array([-1.0, 0.0, 2.0, -3.0]),
-            np.array([0.5, 0.5]),
-            np.array([4.0]),
-        ):
-            what = f"softmax_vector({_show(scores)})"
-            expected = softmax.softmax(scores)
-            got = _as_result_array(_call_on_copy(softmax_vector, scores), expected, what)
-            _check_weights_of_a_row(got, scores, expected, what)
-        return "Your softmax turns a row of scores into positive weights that sum to one."
-
-    return _run_checks(checks)
-
-
-_OVERFLOW_FIX = (
-    "Subtract the largest score from every score before exponentiating: the weights do not "
-    "change (softmax is shift invariant), and every exponent is then at most 0."
-)
-
-
-def check_stable_softmax(stable_softmax: Callable[[np.ndarray], Any]) -> Feedback:
-    """Check the learner's numerically stable softmax (chapter 2, exercise 2).
-
-    Expected signature: ``stable_softmax(scores: np.ndarray) -> np.ndarray`` for scores of
-    shape ``(n,)``. It must return the right weights, never NaN or infinity, for huge scores
-    (``[1000, 1001, 1002]``), very negative ones (``[-1000, -1001]``), a wide range
-    (``[-1000, 0, 1000]``) and float32 scores (``[100, 101, 102]``), and must not change the
-    array it is given.
-
-    Examples
-    --------
-    >>> def stable(s):
-    ...     e = np.exp(s - s.max())
-    ...     return e / e.sum()
-    >>> check_stable_softmax(stable).passed
-    True
-    """
-    cases = (
-        (np.array([1.0, 2.0, 3.0]), ""),
-        (
-            np.array([1000.0, 1001.0, 1002.0]),
-            "That is overflow: np.exp(1000.0) is inf in float64 (so is the exponential of "
-            "anything above about 709.78), and inf / inf is NaN. " + _OVERFLOW_FIX,
-        ),
-        (
-            np.array([-1000.0, -1001.0]),
-            "That is underflow: np.exp(-1000.0) is exactly 0.0 in float64, so the total is 0 "
-            "and 0 / 0 is NaN. Subtracting the largest score fixes this too: the largest "
-            "term becomes exp(0) = 1, so the total is at least 1.",
-        ),
-        (
-            np.array([-1000.0, 0.0, 1000.0]),
-            "That is overflow: some exponent is still far above 709.78. Subtract the LARGEST "
-            "score (not the smallest, nor the mean), so that every exponent is at most 0.",
-        ),
-        (
-            np.array([100.0, 101.0, 102.0], dtype=np.float32),
-            "That is overflow in float32: np.exp overflows for float32 scores above about "
-            "88.72 (the log of the largest float32), so these scores overflow although "
-            "they would be fine in float64. " + _OVERFLOW_FIX,
-        ),
-    )
-
-    def checks() -> str:
-        for scores, explanation in cases:
-            shown = _show(scores)
-            if scores.dtype != np.float64:
-                shown = f"np.array({shown}, dtype=np.{scores.dtype})"
-            what = f"stable_softmax({shown})"
-            expected = softmax.softmax(scores.astype(np.float64))
-            result = _call_on_copy(stable_softmax, scores)
-            _explain_non_finite(result, expected, what, explanation)
-            got = _as_result_array(result, expected, what)
-            _check_weights_of_a_row(got, scores.astype(np.float64), expected, what, atol=1e-6)
-        return (
-            "Your softmax is stable: huge, tiny, widely spread and float32 scores all give "
-            "the right weights."
-        )
-
-    return _run_checks(checks)
-
-
-def check_softmax_rows(softmax_rows: Callable[[np.ndarray], Any]) -> Feedback:
-    """Check the learner's softmax over the rows of a score matrix (chapter 2, exercise 3).
-
-    Expected signature: ``softmax_rows(scores: np.ndarray) -> np.ndarray`` for scores of shape
-    ``(T_q, T_k)`` (one row per query, one column per key), returning weights of the same
-    shape in which every ROW sums to one: a stable softmax along ``axis=-1``.
-
-    Examples
-    --------
-    >>> def rows(s):
-    ...     e = np.exp(s - s.max(axis=-1, keepdims=True))
-    ...     return e / e.sum(axis=-1, keepdims=True)
-    >>> check_softmax_rows(rows).passed
-    True
-    """
-    square = np.array([[0.0, 1.0, 2.0], [3.0, 1.0, 0.0], [1.0, 1.0, 1.0]])  # (T_q, T_k) = (3, 3)
-    wide = np.array([[1.0, 2.0, 3.0, 0.0], [1.0, 1.0, -1.0, 2.0]])  # (2, 4)
-    large = np.array([[1000.0, 1001.0, 1002.0], [-1000.0, -1001.0, -1002.0]])  # (2, 3)
-
-    def check_one(scores: np.ndarray) -> None:
-        what = f"softmax_rows({_show(scores)})"
-        expected = softmax.softmax(scores, axis=-1)
-        result = _call_on_copy(softmax_rows, scores)
-        if scores is large:
-            _explain_large_rows(result, expected, what)
-        got = _as_result_array(result, expected, what)
-        exponentials = np.exp(scores - scores.max(axis=-1, keepdims=True))
-        if scores.shape[0] == scores.shape[1] and np.allclose(
-            got, exponentials / exponentials.sum(axis=-1)
-        ):
-            raise _Mistake(
-                f"{what} divides each column j by the total of ROW j: the row totals have "
-                "shape (T_q,) and broadcast along the wrong axis. Keep the summed axis with "
-                "`.sum(axis=-1, keepdims=True)` (shape (T_q, 1))."
-            )
-        row_sums = got.sum(axis=-1)
-        if not np.allclose(row_sums, 1.0):
-            if np.allclose(got.sum(axis=0), 1.0):
-                raise _Mistake(
-                    f"in {what} your columns sum to one, but each ROW should: a row holds one "
-                    "query's scores for every key, so apply softmax along axis=-1 (the keys), "
-                    "not axis=0"
-                )
-            if np.isclose(got.sum(), 1.0):
-                raise _Mistake(
-                    f"in {what} all entries together sum to one, but each ROW should on its "
-                    "own: take the maximum and the sum along axis=-1 with keepdims=True"
-                )
-            raise _Mistake(
-                f"the rows of {what} sum to {_show(row_sums.round(4))}, but each should sum "
-                "to 1: take the maximum and the sum along axis=-1 with keepdims=True"
-            )
-        _assert_close(got, expected, what)
-
-    def checks() -> str:
-        for scores in (square, wide, large):
-            check_one(scores)
-        return "Your softmax works row by row: every query's weights sum to one."
-
-    return _run_checks(checks)
-
-
-def _explain_large_rows(result: Any, expected: np.ndarray, what: str) -> None:
-    """Say which row of the ``large`` case overflowed or underflowed, and why."""
-    if result is None:
-        return
-    try:
-        values = np.asarray(result, dtype=np.float64)
-    except (TypeError, ValueError):
-        return
-    if values.shape != expected.shape:
-        return
-    bad_rows = ~np.isfinite(values).all(axis=-1)
-    if bad_rows[0]:
-        raise _Mistake(
-            f"row 0 of {what} is NaN or infinite. That is overflow: np.exp(1000.0) is inf in "
-            "float64. " + _OVERFLOW_FIX
-        )
-    if bad_rows[1]:
-        raise _Mistake(
-            f"row 1 of {what} is NaN. That is underflow: the exponentials of row 1 are all "
-            "0.0 once its scores are shifted by the maximum of the whole matrix (1002), so "
-            "its total is 0 and 0 / 0 is NaN. Subtract each row's OWN maximum, "
-            "`scores.max(axis=-1, keepdims=True)`."
-        )
-
-
-def check_softmax_temperature(
-    softmax_temperature: Callable[[np.ndarray, float], Any],
-    *,
-    must_reject_nonpositive: bool = False,
-) -> Feedback:
-    """Check the learner's softmax with a temperature (chapter 2, exercise 4).
-
-    Expected signature: ``softmax_temperature(scores: np.ndarray, temperature: float) ->
-    np.ndarray`` for scores of shape ``(n,)``, returning ``softmax(scores / temperature)``
-    computed stably. With ``must_reject_nonpositive=True`` it must also raise ``ValueError``
-    when ``temperature <= 0``.
-
-    Examples
-    --------
-    >>> def tempered(s, t):
-    ...     if t <= 0:
-    ...         raise ValueError("temperature must be positive")
-    ...     e = np.exp((s - s.max()) / t)
-    ...     return e / e.sum()
-    >>> check_softmax_temperature(tempered, must_reject_nonpositive=True).passed
-    True
-    """
-    scores = np.array([1.0, 3.0, 2.0, -1.0])
-    tie = np.array([2.0, 2.0, 0.0])
-
-    def run(row: np.ndarray, temperature: float) -> tuple[np.ndarray, np.ndarray, str]:
-        what = f"softmax_temperature({_show(row)}, {temperature:g})"
-        expected = softmax.softmax(row, temperature=temperature)
-        result = _call_on_copy(softmax_temperature, row, temperature)
-        _explain_non_finite(
-            result,
-            expected,
-            what,
-            f"That is overflow: scores / temperature reach {row.max() / temperature:g}, and "
-            "np.exp of anything above about 709.78 is inf. Subtract the maximum of "
-            "scores / temperature before exponentiating.",
-        )
-        return _as_result_array(result, expected, what), expected, what
-
-    def checks() -> str:
-        got, expected, what = run(scores, 1.0)
-        _check_weights_of_a_row(got, scores, expected, what)
-
-        got, expected, what = run(scores, 0.5)
-        if np.allclose(got, softmax.softmax(scores * 0.5)):
-            raise _Mistake(
-                f"{what} multiplies the scores by the temperature; divide by it instead, so "
-                "that a small temperature sharpens the weights and a large one flattens them"
-            )
-        if np.allclose(got, softmax.softmax(scores)):
-            raise _Mistake(
-                f"{what} is the same as with temperature 1: the temperature has no effect. "
-                "Divide the scores by it before the softmax."
-            )
-        _check_weights_of_a_row(got, scores, expected, what)
-
-        got, expected, what = run(scores, 0.001)
-        if got[1] < 0.999:
-            raise _Mistake(
-                f"with a tiny temperature almost all the weight should go to the highest "
-                f"score (index 1), but {what} gives it {got[1]:.4g}"
-            )
-        _assert_close(got, expected, what)
-
-        got, expected, what = run(scores, 1000.0)
-        if not np.allclose(got, 1 / len(scores), atol=1e-2):
-            raise _Mistake(
-                f"with a huge temperature the weights should be nearly equal (about "
-                f"1/{len(scores)} = {1 / len(scores):g} each), but {what} gives "
-                f"{_show(got.round(4))}"
-            )
-        _assert_close(got, expected, what)
-
-        got, expected, what = run(tie, 0.01)
-        if not np.allclose(got, [0.5, 0.5, 0.0], atol=1e-6):
-            raise _Mistake(
-                f"with a tie at the top, a tiny temperature splits the weight equally between "
-                f"the tied scores: {what} should be about [0.5, 0.5, 0.0], got "
-                f"{_show(got.round(4))}"
-            )
-        _assert_close(got, expected, what)
-
-        if must_reject_nonpositive:
-            for temperature in (0.0, -1.0):
-                _expect_value_error(softmax_temperature, scores, temperature)
-        return (
-            "Your temperature works: 1 gives the plain softmax, small values pick the "
-            "maximum (sharing it fairly in a tie) and large values flatten the weights."
-            + (" Non-positive temperatures are rejected." if must_reject_nonpositive else "")
-        )
-
-    return _run_checks(checks)
-
-
-def _expect_value_error(
-    softmax_temperature: Callable[[np.ndarray, float], Any], scores: np.ndarray, temperature: float
-) -> None:
-    what = f"softmax_temperature({_show(scores)}, {temperature:g})"
-    try:
-        with np.errstate(all="ignore"):
-            softmax_temperature(scores.copy(), temperature)
-    except NotImplementedError as error:
-        raise _NotAttempted(
-            "Replace `raise NotImplementedError` with your code, then run the check again."
-        ) from error
-    except ValueError:
-        return
-    except Exception as error:  # noqa: BLE001 - any other error is feedback for the learner
-        raise _Mistake(
-            f"{what} raised {type(error).__name__}; raise ValueError for a temperature that "
-            "is not positive"
-        ) from error
-    raise _Mistake(
-        f"{what} returned a result instead of raising ValueError: a temperature must be "
-        "positive (0 divides by zero, and a negative one turns the ranking upside down)"
-    )
-
-
-def check_log_sum_exp(log_sum_exp: Callable[[np.ndarray], Any]) -> Feedback:
-    """Check the learner's log-sum-exp (chapter 2, exercise 5).
-
-    Expected signature: ``log_sum_exp(scores: np.ndarray) -> float`` for scores of shape
-    ``(n,)``, returning the single number ``log(sum(exp(scores)))``, computed without overflow
-    or underflow (for ``[1000, 1000]`` it is ``1000 + log 2``).
-
-    Examples
-    --------
-    >>> def lse(s):
-    ...     m = s.max()
-    ...     return m + np.log(np.exp(s - m).sum())
-    >>> check_log_sum_exp(lse).passed
-    True
-    """
-    fix = (
-        "Take out the maximum m first: log(sum(exp(z))) = m + log(sum(exp(z - m))), where "
-        "every exponent is at most 0 and the sum is at least 1."
-    )
-    cases = (
-        (np.array([1.0, 2.0, 3.0]), ""),
-        (np.array([5.0]), ""),
-        (
-            np.array([1000.0, 1000.0]),
-            "That is overflow: np.exp(1000.0) is inf in float64. " + fix,
-        ),
-        (
-            np.array([-1000.0, -1000.0]),
-            "That is underflow: np.exp(-1000.0) is 0.0, and log(0) is -inf. " + fix,
-        ),
-        (
-            np.array([-1000.0, 0.0, 1000.0]),
-            "Some exponent is still far above 709.78, where np.exp overflows. " + fix,
-        ),
-    )
-
-    def checks() -> str:
-        for scores, explanation in cases:
-            what = f"log_sum_exp({_show(scores)})"
-            largest = scores.max()
-            expected = np.asarray(largest + np.log(np.exp(scores - largest).sum()))
-            result = _call_on_copy(log_sum_exp, scores)
-            _explain_non_finite(result, expected, what, explanation)
-            got = _as_result_array(result, expected, what)
-            if not np.isclose(got, expected) and np.isclose(got, expected - largest):
-                raise _Mistake(
-                    f"{what} is off by exactly the maximum ({largest:g}): you subtracted it "
-                    "before exponentiating but did not add it back, "
-                    "m + log(sum(exp(z - m)))"
-                )
-            if not np.isclose(got, expected) and np.isclose(got, largest):
-                raise _Mistake(
-                    f"{what} returned the maximum score; log-sum-exp is a smooth maximum, a "
-                    f"little larger: {float(expected):.6g}"
-                )
-            _assert_close(got, expected, what)
-        return (
-            "Your log-sum-exp is exact and stable; softmax(z) = exp(z - log_sum_exp(z)) "
-            "follows from it."
-        )
-
-    return _run_checks(checks)
 
 
 # --- Chapter 1: dot-product similarity ---
@@ -636,13 +206,15 @@ def check_dot_product(dot_product: Callable[..., Any]) -> Feedback:
     ``a[..., :]`` and ``b[..., :]``; two vectors of shape ``(D,)`` give one number.
     """
 
+    name = _name_of(dot_product, "dot_product")
+
     def checks() -> str:
         for a, b in _ch1_stack_cases():
-            result = _ch1_call_pairwise(dot_product, "dot_product", a, b)
+            result = _ch1_call_pairwise(dot_product, name, a, b)
             expected = similarity.dot_product(a, b)
-            got = _as_result_array(result, np.asarray(expected), "dot_product(a, b)")
-            _assert_close(got, np.asarray(expected), f"dot_product(a, b) for shape {a.shape}")
-        return "Your dot_product handles single vectors and stacks of vectors of any shape."
+            got = _as_result_array(result, np.asarray(expected), f"{name}(a, b)")
+            _assert_close(got, np.asarray(expected), f"{name}(a, b) for shape {a.shape}")
+        return f"Your {name} handles single vectors and stacks of vectors of any shape."
 
     return _run_checks(checks)
 
@@ -700,20 +272,26 @@ def check_cosine_similarity(cosine_similarity: Callable[..., Any]) -> Feedback:
     """
     import warnings
 
+    name = _name_of(cosine_similarity, "cosine_similarity")
+
     def checks() -> str:
         for a, b in _ch1_stack_cases():
-            result = _ch1_call_pairwise(cosine_similarity, "cosine_similarity", a, b)
+            result = _ch1_call_pairwise(cosine_similarity, name, a, b)
             expected = np.asarray(similarity.cosine_similarity(a, b))
-            got = _as_result_array(result, expected, "cosine_similarity(a, b)")
+            got = _as_result_array(result, expected, f"{name}(a, b)")
             _ch1_name_the_mistake(
-                got,
-                expected,
-                _ch1_cosine_mistakes(a, b),
-                f"cosine_similarity(a, b) for shape {a.shape}",
+                got, expected, _ch1_cosine_mistakes(a, b), f"{name}(a, b) for shape {a.shape}"
             )
 
         vector, zero = np.array([1.0, 2.0, 2.0]), np.zeros(3)
-        for a, b, which in ((zero, vector, "a"), (vector, zero, "b")):
+        stack = np.array([[1.0, 2.0], [3.0, 4.0]])  # (2, 2)
+        stack_with_zero = np.array([[1.0, 0.0], [0.0, 0.0]])  # (2, 2): the second row is zero
+        zero_cases = (
+            (zero, vector, "for a zero vector a"),
+            (vector, zero, "for a zero vector b"),
+            (stack_with_zero, stack, "for a stack a = [[1, 0], [0, 0]] whose second row is zero"),
+        )
+        for a, b, which in zero_cases:
             # 0 / 0 in the learner's code is the mistake reported here, not a warning.
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
@@ -725,9 +303,9 @@ def check_cosine_similarity(cosine_similarity: Callable[..., Any]) -> Feedback:
                     raise _NotAttempted("Replace `raise NotImplementedError`.") from error
                 except Exception as error:  # noqa: BLE001 - the learner's error is feedback
                     raise _Mistake(
-                        f"for a zero vector {which} your function raised "
-                        f"{type(error).__name__}: {error}. Check the lengths first and raise "
-                        "a ValueError with a clear message: a zero vector has no direction"
+                        f"{which}, {name} raised {type(error).__name__}: {error}. Check the "
+                        "lengths first and raise a ValueError with a clear message: a zero "
+                        "vector has no direction"
                     ) from error
             shown = np.asarray(result, dtype=np.float64) if result is not None else None
             if shown is None:
@@ -737,12 +315,18 @@ def check_cosine_similarity(cosine_similarity: Callable[..., Any]) -> Feedback:
             else:
                 value = np.array2string(shown, precision=4)
             cause = " (that is 0/0)" if shown is not None and np.isnan(shown).any() else ""
-            raise _Mistake(
-                f"for a zero vector {which}, cosine_similarity returned {value}{cause}. "
-                "A zero vector has no direction, so the cosine is undefined: raise a "
-                "ValueError instead of returning a number"
+            per_vector = (
+                " Check the length of every vector (np.linalg.norm(a, axis=-1)), not the "
+                "length of the whole array, which is not zero here"
+                if a.ndim > 1
+                else ""
             )
-        return "Your cosine_similarity handles single vectors and stacks and refuses zero vectors."
+            raise _Mistake(
+                f"{which}, {name} returned {value}{cause}. A zero vector has no direction, so "
+                "the cosine is undefined: raise a ValueError instead of returning a number."
+                + per_vector
+            )
+        return f"Your {name} handles single vectors and stacks and refuses zero vectors."
 
     return _run_checks(checks)
 
@@ -758,6 +342,8 @@ def check_cosine_similarity_matrix(cosine_similarity_matrix: Callable[..., Any])
     ``x``: ``(T_q, D)``, ``y``: ``(T_k, D)`` → ``(T_q, T_k)``; entry ``[i, j]`` is the cosine
     of ``x[i]`` and ``y[j]``.
     """
+
+    name = _name_of(cosine_similarity_matrix, "cosine_similarity_matrix")
 
     def unit_rows(vectors: np.ndarray, axis: int = -1) -> np.ndarray:
         return vectors / np.linalg.norm(vectors, axis=axis, keepdims=True)
@@ -781,7 +367,7 @@ def check_cosine_similarity_matrix(cosine_similarity_matrix: Callable[..., Any])
         # T_q = T_k = 3 first (so x.T @ y runs and shows its (D, D) shape), then T_q != T_k,
         # then a sequence against itself.
         for x, y in ((_CH1_X, _CH1_Y[:3]), (_CH1_X, _CH1_Y), (_CH1_X, _CH1_X)):
-            what = "cosine_similarity_matrix(x, y)"
+            what = f"{name}(x, y)"
             result = call(x, y)
             (t_q, d), t_k = x.shape, y.shape[0]
             shape = np.shape(result) if result is not None else None
@@ -830,8 +416,18 @@ def check_cosine_similarity_matrix(cosine_similarity_matrix: Callable[..., Any])
                 (unit_rows(x) @ y.T, "you scaled the rows of x but not the rows of y"),
                 (x @ unit_rows(y).T, "you scaled the rows of y but not the rows of x"),
             ]
+            if t_q == t_k:  # otherwise dividing (T_q, T_k) by (T_q,) fails to broadcast
+                mistakes.append(
+                    (
+                        dots / np.linalg.norm(x, axis=-1) / np.linalg.norm(y, axis=-1),
+                        "you divided x @ y.T by np.linalg.norm(x, axis=-1), of shape (T_q,): "
+                        "that divides column j by the length of x[j], not row i by the length "
+                        "of x[i]. Keep the lengths of x as a column of shape (T_q, 1): "
+                        "np.linalg.norm(x, axis=-1, keepdims=True)",
+                    )
+                )
             _ch1_name_the_mistake(got, expected, mistakes, what)
-        return "Your cosine_similarity_matrix matches the loops, without writing one."
+        return f"Your {name} matches the loops, without writing one."
 
     return _run_checks(checks)
 
@@ -843,7 +439,8 @@ def check_nearest_neighbour(nearest_neighbour: Callable[..., Any]) -> Feedback:
     Expected signature:
     ``nearest_neighbour(word: str, words: list[str], vectors: np.ndarray) -> str``, where
     ``vectors[t]`` is the vector of ``words[t]`` and ``word`` is one of ``words``; the result
-    is a word of ``words`` other than ``word`` itself.
+    is a word of ``words`` other than ``word`` itself. When several words tie for the largest
+    cosine (parallel or identical vectors), any of them is accepted.
 
     Shapes
     ------
@@ -861,11 +458,15 @@ def check_nearest_neighbour(nearest_neighbour: Callable[..., Any]) -> Feedback:
     np.fill_diagonal(dots, -np.inf)
     np.fill_diagonal(distances, np.inf)
 
+    name = _name_of(nearest_neighbour, "nearest_neighbour")
+
     def checks() -> str:
         for word in ("dog", "bike", "car", "animal"):
             index = words.index(word)
-            expected = words[int(np.argmax(cosines[index]))]
-            what = f"nearest_neighbour({word!r}, words, vectors)"
+            best = cosines[index].max()
+            tied = [words[j] for j in np.flatnonzero(cosines[index] >= best - 1e-9)]
+            expected = tied[0]
+            what = f"{name}({word!r}, words, vectors)"
             result = _call(nearest_neighbour, word, list(words), vectors.copy())
             if isinstance(result, (int, np.integer)) and not isinstance(result, bool):
                 raise _Mistake(
@@ -874,7 +475,7 @@ def check_nearest_neighbour(nearest_neighbour: Callable[..., Any]) -> Feedback:
                 )
             if not isinstance(result, str):
                 raise _Mistake(f"{what} must return a word (a str), got {type(result).__name__}")
-            if result == expected:
+            if result in tied:  # any of several exactly tied words is right
                 continue
             if result == word:
                 raise _Mistake(
@@ -905,6 +506,414 @@ def check_nearest_neighbour(nearest_neighbour: Callable[..., Any]) -> Feedback:
                 f"{what} returned {result!r} (cosine {got_cosine:.3f}), but {expected!r} is "
                 f"more similar (cosine {cosines[index].max():.3f})"
             )
-        return "Your nearest_neighbour finds the most similar other word by cosine."
+        return f"Your {name} finds the most similar other word by cosine."
+
+    return _run_checks(checks)
+
+
+# --- Chapter 2: softmax ---
+
+
+def _show(array: np.ndarray) -> str:
+    """An array as a short Python list for a message, e.g. ``[1000.0, 1001.0]``."""
+    return str(np.asarray(array).tolist())
+
+
+def _call_on_copy(function: Callable[..., Any], scores: np.ndarray, *args: Any) -> Any:
+    """Call ``function(copy of scores, *args)`` and complain if it changed its argument."""
+    given = scores.copy()
+    result = _call_quietly(function, given, *args)
+    if not np.array_equal(given, scores):
+        raise _Mistake(
+            "your function changed the array it was given (for example with "
+            "`scores -= scores.max()`): compute `scores - scores.max()` into a new array, "
+            "so that the caller's scores stay as they were"
+        )
+    return result
+
+
+def _explain_non_finite(result: Any, expected: np.ndarray, what: str, explanation: str) -> None:
+    """Raise ``explanation`` if ``result`` has the expected shape but holds NaN or infinity."""
+    values = _values_like(result, expected)
+    if values is not None and not np.isfinite(values).all():
+        kind = "NaN (not a number)" if np.isnan(values).any() else "infinity"
+        raise _Mistake(f"{what} returned {kind}. {explanation}")
+
+
+def _values_like(result: Any, expected: np.ndarray) -> np.ndarray | None:
+    """``result`` as a float64 array if it has the shape of ``expected``, else None.
+
+    Used to explain NaN and infinity before :func:`_as_result_array` rejects them; results
+    that are None, not numbers or wrongly shaped are left to :func:`_as_result_array`.
+    """
+    if result is None:
+        return None
+    try:
+        values = np.asarray(result, dtype=np.float64)
+    except (TypeError, ValueError):
+        return None
+    return values if values.shape == expected.shape else None
+
+
+def _normalised(values: np.ndarray) -> np.ndarray:
+    return values / values.sum(axis=-1, keepdims=True)
+
+
+def check_weights_after_scaling(weights_after_scaling: Callable[..., Any]) -> Feedback:
+    """Check the learner's prediction of softmax(factor * z) from softmax(z) (ch. 2, ex. 1).
+
+    Expected signature: ``weights_after_scaling(weights: np.ndarray, factor: float) ->
+    np.ndarray``, where ``weights = softmax(z)`` has shape ``(n,)`` and the scores ``z`` are
+    not given. The result is ``softmax(factor * z)``, which is ``weights**factor`` divided by
+    its sum (each ratio of two weights is raised to the power ``factor``).
+
+    Examples
+    --------
+    >>> check_weights_after_scaling(lambda w, k: w**k / (w**k).sum()).passed
+    True
+    """
+    name = _name_of(weights_after_scaling, "weights_after_scaling")
+    cases = (
+        (np.array([1.0, 2.0, 3.0]), 2.0),
+        (np.array([1.0, 2.0, 3.0]), 0.5),
+        (np.array([0.5, -1.0, 2.0, 0.0]), 3.0),
+        (np.array([0.5, -1.0, 2.0, 0.0]), 1.0),
+    )
+
+    def check_one(scores: np.ndarray, factor: float) -> None:
+        weights = softmax.softmax(scores)
+        what = f"{name}({_show(weights.round(4))}, {factor:g})"
+        expected = softmax.softmax(factor * scores)
+        got = _as_result_array(
+            _call_on_copy(weights_after_scaling, weights, factor), expected, what
+        )
+        if np.allclose(got, expected, rtol=1e-6, atol=1e-9):
+            return
+        if factor != 1 and np.allclose(got, weights):
+            raise _Mistake(
+                f"{what} returned the weights unchanged (as multiplying the WEIGHTS by "
+                f"{factor:g} and normalising again would). Multiplying the SCORES by "
+                f"{factor:g} multiplies every difference z_i - z_j, so every ratio of two "
+                f"weights, e^(z_i - z_j), is raised to the power {factor:g}"
+            )
+        if np.allclose(got, weights**factor):
+            raise _Mistake(
+                f"the weights of {what} sum to {got.sum():.6g}, not 1: raising the weights to "
+                f"the power {factor:g} keeps their ratios right but changes their total; "
+                "divide by the new total"
+            )
+        if np.allclose(got, softmax.softmax(factor * weights)) or np.allclose(
+            got, softmax.softmax(weights)
+        ):
+            raise _Mistake(
+                f"{what} took the softmax of the weights, as if they were scores. The scores "
+                "are not given: use what the ratio formula says, "
+                "w_i / w_j = e^(z_i - z_j), and what multiplying the scores does to it"
+            )
+        if np.allclose(got, _normalised(weights ** (1 / factor))):
+            raise _Mistake(
+                f"{what} gives the weights of the scores DIVIDED by {factor:g}: use the power "
+                f"{factor:g}, not 1/{factor:g}"
+            )
+        if not np.isclose(got.sum(), 1.0):
+            raise _Mistake(f"the weights of {what} sum to {got.sum():.6g}, not 1")
+        _assert_close(got, expected, what)
+
+    def checks() -> str:
+        for scores, factor in cases:
+            check_one(scores, factor)
+        return (
+            "Your prediction is right: multiplying the scores by k raises every weight to the "
+            "power k, then the weights are normalised again."
+        )
+
+    return _run_checks(checks)
+
+
+def _top_weight(scores: np.ndarray, temperature: float) -> float:
+    return float(softmax.softmax(scores, temperature=temperature).max())
+
+
+def check_temperature_for_top_weight(temperature_for_top_weight: Callable[..., Any]) -> Feedback:
+    """Check the learner's search for a temperature (chapter 2, exercise 2).
+
+    Expected signature: ``temperature_for_top_weight(scores: np.ndarray, target: float) ->
+    float`` for scores of shape ``(n,)`` with one largest score and ``1/n < target < 1``. It
+    returns the temperature ``τ > 0`` at which the largest weight of
+    ``softmax(scores / τ)`` equals ``target``; the checker accepts a top weight within
+    ``1e-6`` of the target.
+
+    Examples
+    --------
+    >>> def solve(scores, target):
+    ...     low, high = np.log(1e-3), np.log(1e6)
+    ...     for _ in range(100):
+    ...         middle = (low + high) / 2
+    ...         e = np.exp((scores - scores.max()) / np.exp(middle))
+    ...         low, high = (middle, high) if e.max() / e.sum() > target else (low, middle)
+    ...     return float(np.exp(middle))
+    >>> check_temperature_for_top_weight(solve).passed
+    True
+    """
+    name = _name_of(temperature_for_top_weight, "temperature_for_top_weight")
+    cases = (
+        (np.array([2.0, 1.0, 0.0]), 0.9),
+        (np.array([2.0, 1.0, 0.0]), 0.5),
+        (np.array([4.0, 0.0]), 0.6),
+        (np.array([0.3, -1.2, 2.5, 1.0]), 0.999),
+        (np.array([0.3, -1.2, 2.5, 1.0]), 0.26),
+        (np.array([1000.0, 999.0, 998.0]), 0.9),
+    )
+
+    def check_one(scores: np.ndarray, target: float) -> None:
+        what = f"{name}({_show(scores)}, {target:g})"
+        result = _call_on_copy(temperature_for_top_weight, scores, target)
+        temperature = float(_as_result_array(result, np.zeros(()), what))
+        if temperature <= 0:
+            raise _Mistake(f"{what} returned {temperature:.6g}, but a temperature must be positive")
+        weight = _top_weight(scores, temperature)
+        if abs(weight - target) <= 1e-6:
+            return
+        if abs(temperature - target) <= 1e-6:
+            raise _Mistake(
+                f"{what} returned the target weight {target:g} itself; return the "
+                "temperature at which the top weight reaches it"
+            )
+        if abs(_top_weight(scores, 1 / temperature) - target) <= 1e-6:
+            raise _Mistake(
+                f"{what} returned {temperature:.6g}, which is 1/τ: the top weight is "
+                f"{target:g} when the scores are MULTIPLIED by it. Softmax with temperature "
+                "divides the scores by τ, so return its inverse"
+            )
+        direction = (
+            "too low: a higher temperature flattens the weights"
+            if weight > target
+            else "too high: a lower temperature sharpens the weights"
+        )
+        hint = (
+            " You are close: keep narrowing the interval (about 100 halvings, or until it is "
+            "shorter than 1e-12)."
+            if abs(weight - target) < 1e-2
+            else " The top weight falls steadily as τ grows, so a bisection finds it: keep "
+            "the half of the interval on whose ends the top weight lies on either side of "
+            "the target."
+        )
+        if scores.max() > 700:
+            hint = (
+                " These scores are large: the top weight depends only on the differences "
+                "of the scores, but np.exp(scores / τ) overflows to inf unless you subtract "
+                "the largest score first."
+            )
+        raise _Mistake(
+            f"with τ = {temperature:.6g} from {what} the top weight is {weight:.6g}, not "
+            f"{target:g}: τ is {direction}.{hint}"
+        )
+
+    def checks() -> str:
+        for scores, target in cases:
+            check_one(scores, target)
+        return (
+            "Your search finds the temperature: the top weight reaches every target to within "
+            "one millionth, from nearly uniform to nearly one-hot."
+        )
+
+    return _run_checks(checks)
+
+
+_OVERFLOW_FIX = (
+    "Subtract the largest score from every score before exponentiating: the weights do not "
+    "change (softmax is shift invariant), and every exponent is then at most 0."
+)
+
+_NEG_INF = -np.inf
+
+
+def _masked_scores() -> np.ndarray:
+    """A (B, T_q, T_k) = (2, 3, 4) batch of scores with masked keys and an all-masked row."""
+    return np.array(
+        [
+            [
+                [1.0, _NEG_INF, _NEG_INF, _NEG_INF],
+                [0.5, 2.0, _NEG_INF, _NEG_INF],
+                [_NEG_INF, _NEG_INF, _NEG_INF, _NEG_INF],  # every key masked
+            ],
+            [
+                [1000.0, 1001.0, 1002.0, _NEG_INF],  # overflows without the shift
+                [-1000.0, -1001.0, _NEG_INF, -1003.0],  # underflows with the batch's maximum
+                [0.0, 1.0, 2.0, 3.0],
+            ],
+        ]
+    )
+
+
+def check_masked_softmax(masked_softmax: Callable[[np.ndarray], Any]) -> Feedback:
+    """Check the learner's softmax over the keys of masked scores (chapter 2, exercise 3).
+
+    Expected signature: ``masked_softmax(scores: np.ndarray) -> np.ndarray`` for scores of
+    shape ``(B, T_q, T_k)`` in which masked entries are ``-inf``. It returns weights of the
+    same shape: a stable softmax along ``axis=-1`` (the keys), weight exactly 0 for a masked
+    key, and all zeros, not NaN, for a row in which every key is masked.
+
+    Examples
+    --------
+    >>> from selfattn_lib.softmax import softmax
+    >>> check_masked_softmax(softmax).passed
+    True
+    """
+    name = _name_of(masked_softmax, "masked_softmax")
+    plain = np.array(
+        [
+            [[0.0, 1.0, 2.0, 3.0], [3.0, 1.0, 0.0, -1.0], [1.0, 1.0, 1.0, 2.0]],
+            [[2.0, -1.0, 0.5, 0.0], [0.0, 0.0, 4.0, 1.0], [-2.0, 1.0, 1.0, 0.0]],
+        ]
+    )  # (B, T_q, T_k) = (2, 3, 4), nothing masked
+
+    def explain_nan(values: np.ndarray, all_masked: np.ndarray, what: str) -> None:
+        bad = ~np.isfinite(values).all(axis=-1)  # (B, T_q)
+        if not bad.any():
+            return
+        if bad[1, 0]:
+            raise _Mistake(
+                f"row (1, 0) of {what}, scores [1000, 1001, 1002, -inf], came out NaN or "
+                "infinite. That is overflow: np.exp(1000.0) is inf in float64. " + _OVERFLOW_FIX
+            )
+        if bad[1, 1]:
+            raise _Mistake(
+                f"row (1, 1) of {what}, scores [-1000, -1001, -inf, -1003], came out NaN. "
+                "That is underflow: shifted by a maximum taken over more than its own row "
+                "(here 1002), all its exponentials are 0.0 and 0 / 0 is NaN. Subtract each "
+                "row's OWN maximum, `scores.max(axis=-1, keepdims=True)`."
+            )
+        if bad[0, 2] and not bad[~all_masked].any():
+            raise _Mistake(
+                f"row (0, 2) of {what}, in which every key is masked (all -inf), came out "
+                "NaN: its maximum is -inf, and -inf - (-inf) is NaN (without the shift it is "
+                "0 / 0). A query that may look at nothing should get no weight at all: "
+                "shift such a row by 0 instead of its maximum, and divide only where the "
+                "total is positive (for example `np.divide(e, total, out=np.zeros_like(e), "
+                "where=total > 0)`), so the row stays all zeros."
+            )
+        b, i = np.argwhere(bad)[0]
+        raise _Mistake(f"row ({b}, {i}) of {what} came out NaN or infinite")
+
+    def check_one(scores: np.ndarray, what: str) -> None:
+        masked = np.isneginf(scores)
+        all_masked = masked.all(axis=-1)  # (B, T_q)
+        expected = softmax.softmax(scores, axis=-1)
+        try:
+            result = _call_on_copy(masked_softmax, scores)
+        except _Mistake as mistake:
+            if "broadcast" in str(mistake):
+                raise _Mistake(
+                    f"{mistake}. The row totals have shape (B, T_q) = (2, 3) and do not line "
+                    "up with the scores (2, 3, 4): keep the summed axis with "
+                    "`.sum(axis=-1, keepdims=True)` (shape (2, 3, 1))."
+                ) from mistake
+            raise
+        values = _values_like(result, expected)
+        if values is not None and masked.any():
+            explain_nan(values, all_masked, what)
+        got = _as_result_array(result, expected, what)
+        if all_masked.any() and np.allclose(got[all_masked], 1 / scores.shape[-1]):
+            raise _Mistake(
+                f"row (0, 2) of {what}, in which every key is masked, got the uniform weights "
+                f"1/{scores.shape[-1]}. That is what happens when -inf is replaced by a large "
+                "negative number such as -1e9: the row's scores are then all equal. A query "
+                "that may look at nothing should get weight 0 for every key."
+            )
+        if (got[masked] != 0).any():
+            b, i, j = np.argwhere(masked & (got != 0))[0]
+            raise _Mistake(
+                f"key {j} of row ({b}, {i}) of {what} is masked (score -inf) but got weight "
+                f"{got[b, i, j]:.4g}: e^(-inf) = 0, so a masked key must get exactly 0"
+            )
+        row_sums = got.sum(axis=-1)
+        if not np.allclose(row_sums[~all_masked], 1.0):
+            for axis, over in ((1, "the queries"), (0, "the batch")):
+                if np.allclose(got.sum(axis=axis), 1.0):
+                    raise _Mistake(
+                        f"in {what} the weights sum to one along axis={axis}, over {over}, "
+                        "but each query needs weights over the KEYS: apply softmax along "
+                        "the last axis, axis=-1"
+                    )
+            raise _Mistake(
+                f"the rows of {what} sum to {_show(row_sums.round(4))}, but each row with an "
+                "unmasked key should sum to 1 (and an all-masked row to 0): take the maximum "
+                "and the sum along axis=-1 with keepdims=True"
+            )
+        _assert_close(got, expected, what)
+
+    def checks() -> str:
+        check_one(plain, f"{name}(scores without a mask)")
+        check_one(_masked_scores(), f"{name}(masked scores)")
+        return (
+            "Your masked softmax is right: masked keys get exactly 0, a row with nothing to "
+            "look at gets zeros instead of NaN, and huge or tiny scores are handled."
+        )
+
+    return _run_checks(checks)
+
+
+def check_log_sum_exp(log_sum_exp: Callable[[np.ndarray], Any]) -> Feedback:
+    """Check the learner's log-sum-exp (chapter 2, exercise 4).
+
+    Expected signature: ``log_sum_exp(scores: np.ndarray) -> float`` for scores of shape
+    ``(n,)``, returning the single number ``log(sum(exp(scores)))``, computed without overflow
+    or underflow (for ``[1000, 1000]`` it is ``1000 + log 2``).
+
+    Examples
+    --------
+    >>> def lse(s):
+    ...     m = s.max()
+    ...     return m + np.log(np.exp(s - m).sum())
+    >>> check_log_sum_exp(lse).passed
+    True
+    """
+    name = _name_of(log_sum_exp, "log_sum_exp")
+    fix = (
+        "Take out the maximum m first: log(sum(exp(z))) = m + log(sum(exp(z - m))), where "
+        "every exponent is at most 0 and the sum is at least 1."
+    )
+    cases = (
+        (np.array([1.0, 2.0, 3.0]), ""),
+        (np.array([5.0]), ""),
+        (
+            np.array([1000.0, 1000.0]),
+            "That is overflow: np.exp(1000.0) is inf in float64. " + fix,
+        ),
+        (
+            np.array([-1000.0, -1000.0]),
+            "That is underflow: np.exp(-1000.0) is 0.0, and log(0) is -inf. " + fix,
+        ),
+        (
+            np.array([-1000.0, 0.0, 1000.0]),
+            "Some exponent is still far above 709.78, where np.exp overflows. " + fix,
+        ),
+    )
+
+    def checks() -> str:
+        for scores, explanation in cases:
+            what = f"{name}({_show(scores)})"
+            largest = scores.max()
+            expected = np.asarray(largest + np.log(np.exp(scores - largest).sum()))
+            result = _call_on_copy(log_sum_exp, scores)
+            _explain_non_finite(result, expected, what, explanation)
+            got = _as_result_array(result, expected, what)
+            if not np.isclose(got, expected) and np.isclose(got, expected - largest):
+                raise _Mistake(
+                    f"{what} is off by exactly the maximum ({largest:g}): you subtracted it "
+                    "before exponentiating but did not add it back, "
+                    "m + log(sum(exp(z - m)))"
+                )
+            if not np.isclose(got, expected) and np.isclose(got, largest):
+                raise _Mistake(
+                    f"{what} returned the maximum score; log-sum-exp is a smooth maximum, a "
+                    f"little larger: {float(expected):.6g}"
+                )
+            _assert_close(got, expected, what)
+        return (
+            f"Your log-sum-exp is exact and stable; softmax(z) = exp(z - {name}(z)) "
+            "follows from it."
+        )
 
     return _run_checks(checks)

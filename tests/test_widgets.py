@@ -24,24 +24,6 @@ def test_figure_explorer_needs_value_widgets():
         widgets.figure_explorer(lambda x: None, x=3)
 
 
-# --- Chapter 2: softmax ---
-
-
-def test_ch2_temperature_slider_on_a_log_scale_redraws_the_weights():
-    slider = ipywidgets.FloatLogSlider(value=1.0, base=10, min=-2, max=1, description="τ")
-    explorer = widgets.figure_explorer(
-        lambda temperature: plotting.temperature_weights(
-            [2.0, 1.0, 0.0], ["a", "b", "c"], temperature
-        ),
-        temperature=slider,
-    )
-    first = explorer.result.axes[0].patches[0].get_height()
-    slider.value = 0.01
-    assert explorer.result.axes[0].get_title() == "τ = 0.01"
-    assert explorer.result.axes[0].patches[0].get_height() > max(first, 0.999)
-    assert slider.continuous_update is False
-
-
 # --- Chapter 1: dot-product similarity ---
 
 
@@ -63,3 +45,21 @@ def test_ch1_similarity_geometry_explorer_follows_angle_and_length():
     assert "a·b = -1.50, cos θ = -0.50" in explorer.result.axes[0].get_title()
     length.value = 0.0
     assert "cos θ undefined" in explorer.result.axes[0].get_title()
+
+
+# --- Chapter 2: softmax ---
+
+
+def test_ch2_temperature_slider_on_a_log_scale_redraws_the_weights():
+    slider = ipywidgets.FloatLogSlider(value=1.0, base=10, min=-2, max=1, description="τ")
+    explorer = widgets.figure_explorer(
+        lambda temperature: plotting.temperature_weights(
+            [2.0, 1.0, 0.0], ["a", "b", "c"], temperature
+        ),
+        temperature=slider,
+    )
+    first = explorer.result.axes[0].patches[0].get_height()
+    slider.value = 0.01
+    assert explorer.result.axes[0].get_title() == "τ = 0.01"
+    assert explorer.result.axes[0].patches[0].get_height() > max(first, 0.999)
+    assert slider.continuous_update is False
