@@ -88,8 +88,10 @@ def scaled_dot_product_attention(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Scaled dot-product attention, ``softmax(Q Kᵀ · scale) V``, with an optional mask.
 
-    Matches ``torch.nn.functional.scaled_dot_product_attention`` with a boolean mask, except
-    that a query with nothing to attend to gets zero weights and a zero output (torch: NaN).
+    Matches ``torch.nn.functional.scaled_dot_product_attention`` with a boolean mask. A query
+    with nothing to attend to gets zero weights and a zero output, never NaN (torch 2.13's
+    function also returns zeros there, while ``torch.softmax`` of an all ``-inf`` row and
+    ``torch.nn.MultiheadAttention`` give NaN).
 
     Parameters
     ----------

@@ -917,3 +917,1160 @@ def check_log_sum_exp(log_sum_exp: Callable[[np.ndarray], Any]) -> Feedback:
         )
 
     return _run_checks(checks)
+
+
+# --- Chapter 6: masks ---
+
+
+def _ch6_bool_result(result: Any, expected: np.ndarray, what: str) -> np.ndarray:
+    """Check that ``result`` is a boolean array shaped like ``expected`` and return it."""
+    if result is None:
+        raise _Mistake(f"{what} returned None: did you forget the `return` statement?")
+    got = np.asarray(result)
+    if got.shape != expected.shape:
+        raise _Mistake(f"{what} returned shape {got.shape}, expected {expected.shape}")
+    if got.dtype != np.bool_:
+        if not np.isin(got, (0, 1)).all():
+            raise _Mistake(f"{what} must hold only True and False, got {_show(got)}")
+        raise _Mistake(
+            f"{what} returned dtype {got.dtype}, but a mask must be boolean: NumPy indexes "
+            "with 0/1 integers as positions, not as a mask. Use dtype=bool (or `.astype(bool)`)"
+        )
+    return got
+
+
+def check_look_back_mask(look_back_mask: Callable[[int, int], Any]) -> Feedback:
+    """Check the learner's sliding-window causal mask (chapter 6, exercise 1).
+
+    Expected signature: ``look_back_mask(t: int, window: int) -> np.ndarray`` of shape
+    ``(T, T)`` and dtype bool, ``True`` where query ``i`` may attend key ``j``: the key is not
+    in the future and at most ``window - 1`` positions back, ``i - window < j <= i``. So every
+    query sees ``window`` keys (fewer at the start), itself included; ``window >= T`` gives the
+    ordinary causal mask.
+
+    Examples
+    --------
+    >>> check_look_back_mask(lambda t, w: np.tril(np.triu(np.ones((t, t), bool), 1 - w))).passed
+    True
+    """
+    name = _name_of(look_back_mask, "look_back_mask")
+
+    def band(t: int, low: int, high: int) -> np.ndarray:
+        """True where ``low <= i - j <= high``."""
+        offset = np.arange(t)[:, None] - np.arange(t)[None, :]  # (T, T): i - j
+        return (offset >= low) & (offset <= high)
+
+    def checks() -> str:
+        for t, window in ((5, 2), (4, 4), (6, 1), (3, 10)):
+            expected = band(t, 0, window - 1)
+            what = f"{name}({t}, window={window})"
+            got = _ch6_bool_result(_call(look_back_mask, t, window), expected, what)
+            if np.array_equal(got, expected):
+                continue
+            if np.array_equal(got, ~expected):
+                raise _Mistake(
+                    f"{what} is True exactly where it should be False: that is the "
+                    "'True = ignore' convention of torch.nn.MultiheadAttention. In this course "
+                    "True means 'may attend'"
+                )
+            if np.array_equal(got, expected & ~np.eye(t, dtype=bool)):
+                raise _Mistake(
+                    f"{what} is False on the diagonal, so no token may look at itself (and the "
+                    "first query sees nothing at all), as `np.tril(..., k=-1)` would do. The "
+                    "window counts the query itself: keys i - window < j <= i"
+                )
+            if (got & ~band(t, 0, t)).any():
+                i, j = np.argwhere(got & ~band(t, 0, t))[0]
+                raise _Mistake(
+                    f"{what}[{i}, {j}] is True: query {i} may look at the FUTURE key {j}. "
+                    "Rows are queries and columns keys; only keys j <= i are allowed"
+                )
+            if np.array_equal(got, band(t, 0, window)):
+                raise _Mistake(
+                    f"{what} lets each query see {window + 1} keys, one too many: with the "
+                    "query itself included, the window keys are i - window < j <= i"
+                )
+            if np.array_equal(got, band(t, 0, window - 2)):
+                raise _Mistake(
+                    f"{what} lets each query see only {window - 1} keys, one too few: the "
+                    "query itself counts, so the keys are i - window < j <= i"
+                )
+            i, j = np.argwhere(got != expected)[0]
+            raise _Mistake(
+                f"{what}[{i}, {j}] is {bool(got[i, j])}, expected {bool(expected[i, j])}: "
+                f"query {i} may attend key {j} only if {i} - {window} < {j} <= {i}"
+            )
+        return (
+            "Your look-back mask is right: every query sees itself and the window - 1 keys "
+            "before it, never the future."
+        )
+
+    return _run_checks(checks)
+
+
+def check_left_padding_mask(left_padding_mask: Callable[[np.ndarray, int], Any]) -> Feedback:
+    """Check the learner's mask for a left-padded batch (chapter 6, exercise 2).
+
+    Expected signature: ``left_padding_mask(lengths: np.ndarray, max_len: int) -> np.ndarray``
+    of shape ``(B, 1, T_k)`` (``T_k = max_len``) and dtype bool. Sequence ``b`` is padded at
+    the START: its ``lengths[b]`` real tokens are the LAST positions, so the mask is ``True``
+    at positions ``j >= max_len - lengths[b]`` and ``False`` on the padding before them.
+
+    Examples
+    --------
+    >>> def reference(lengths, max_len):
+    ...     return (np.arange(max_len) >= max_len - lengths[:, None])[:, None, :]
+    >>> check_left_padding_mask(reference).passed
+    True
+    """
+    name = _name_of(left_padding_mask, "left_padding_mask")
+
+    def checks() -> str:
+        cases = ((np.array([3, 1, 5]), 5), (np.array([2, 4]), 6), (np.array([0, 3]), 3))
+        for lengths, max_len in cases:
+            positions = np.arange(max_len)
+            start = (max_len - lengths)[:, None]  # (B, 1): first real position
+
+            def as_mask(is_real: np.ndarray) -> np.ndarray:
+                return is_real[:, None, :]  # (B, 1, T_k)
+
+            expected = as_mask(positions >= start)
+            what = f"{name}({_show(lengths)}, max_len={max_len})"
+            result = _call(left_padding_mask, lengths.copy(), max_len)
+            shape = np.shape(result) if result is not None else None
+            if shape == expected.shape[::2]:
+                raise _Mistake(
+                    f"{what} returned shape {shape} = (B, T_k). It needs an axis of size 1 for "
+                    f"the queries, (B, 1, T_k) = {expected.shape}, so that it broadcasts over "
+                    "the (B, T_q, T_k) scores: add it with `[:, None, :]`"
+                )
+            if shape == (expected.shape[0], max_len, 1):
+                raise _Mistake(
+                    f"{what} returned shape {shape} = (B, T_k, 1): that would hide padding "
+                    "QUERIES, not padding keys. The mask runs along the keys, the last axis: "
+                    f"(B, 1, T_k) = {expected.shape}"
+                )
+            got = _ch6_bool_result(result, expected, what)
+            if np.array_equal(got, expected):
+                continue
+            if np.array_equal(got, ~expected):
+                raise _Mistake(
+                    f"{what} is True on the padding and False on the real tokens: in this "
+                    "course True means 'may attend', so the real tokens are True"
+                )
+            if np.array_equal(got, as_mask(positions < lengths[:, None])):
+                raise _Mistake(
+                    f"{what} is the mask of a RIGHT-padded batch (real tokens first). Here the "
+                    "padding comes first: the real tokens are the last lengths[b] positions"
+                )
+            if np.array_equal(got, as_mask(positions > start)):
+                raise _Mistake(
+                    f"{what} hides the first real token of every sequence: the real tokens "
+                    "start at position max_len - length, so use `>=`, not `>`"
+                )
+            if np.array_equal(got, as_mask(positions >= start - 1)):
+                raise _Mistake(
+                    f"{what} lets every sequence see one padding position too many: the real "
+                    "tokens start at position max_len - length, not one before it"
+                )
+            b, _, j = np.argwhere(got != expected)[0]
+            raise _Mistake(
+                f"{what}[{b}, 0, {j}] is {bool(got[b, 0, j])}: sequence {b} has length "
+                f"{lengths[b]}, so position {j} is {'real' if expected[b, 0, j] else 'padding'}"
+            )
+        return (
+            "Your left-padding mask is right: the padding in front is hidden, the real tokens "
+            "at the end are visible, in the shape (B, 1, T_k)."
+        )
+
+    return _run_checks(checks)
+
+
+def _ch6_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray):
+    """Reference masked attention: weights and output, zeros for fully masked rows."""
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])  # (B, T_q, T_k)
+    weights = softmax.softmax(np.where(mask, scores, -np.inf), axis=-1)  # (B, T_q, T_k)
+    return weights @ v, weights
+
+
+def check_masked_attention(masked_attention: Callable[..., Any]) -> Feedback:
+    """Check the learner's masked scaled dot-product attention (chapter 6, exercise 3).
+
+    Expected signature: ``masked_attention(q, k, v, mask) -> (output, weights)`` with ``q``
+    ``(B, T_q, D_k)``, ``k`` ``(B, T_k, D_k)``, ``v`` ``(B, T_k, D_v)`` and a boolean ``mask``
+    (``True`` = may attend) that broadcasts to ``(B, T_q, T_k)``; ``output`` is
+    ``(B, T_q, D_v)`` and ``weights`` ``(B, T_q, T_k)``. Masked keys get weight exactly 0 and a
+    query that may attend to nothing gets zero weights and a zero output (not NaN, not
+    uniform weights).
+
+    Examples
+    --------
+    >>> from selfattn_lib.attention import scaled_dot_product_attention
+    >>> check_masked_attention(scaled_dot_product_attention).passed
+    True
+    """
+    name = _name_of(masked_attention, "masked_attention")
+    rng = np.random.default_rng(6)
+    q = rng.normal(size=(2, 3, 4))  # (B, T_q, D_k)
+    k = rng.normal(size=(2, 5, 4))  # (B, T_k, D_k)
+    v = rng.normal(size=(2, 5, 2))  # (B, T_k, D_v)
+    plain = np.ones((2, 3, 5), dtype=bool)
+    tril = np.tril(np.ones((3, 5), dtype=bool))  # (T_q, T_k)
+    keys_ok = (np.arange(5) < np.array([4, 2])[:, None])[:, None, :]  # (B, 1, T_k)
+    masked = tril & keys_ok  # (B, T_q, T_k)
+    masked[1, 0] = False  # a query that may look at nothing
+
+    def check_one(mask: np.ndarray, what: str) -> None:
+        expected_out, expected_w = _ch6_attention(q, k, v, np.broadcast_to(mask, plain.shape))
+        result = _call_quietly(masked_attention, q.copy(), k.copy(), v.copy(), mask.copy())
+        if not isinstance(result, tuple) or len(result) != 2:
+            raise _Mistake(
+                f"{what} must return a pair (output, weights), got {type(result).__name__}"
+            )
+        out_raw, w_raw = result
+        w_values = _values_like(w_raw, expected_w)
+        empty = ~np.broadcast_to(mask, plain.shape).any(axis=-1)  # (B, T_q)
+        if w_values is not None and np.isnan(w_values).any():
+            if empty.any() and np.isnan(w_values[empty]).all():
+                raise _Mistake(
+                    f"the weights of {what} are NaN for query 0 of sequence 1, which may "
+                    "attend to nothing: its scores are all -inf and softmax divides 0 by 0. "
+                    "Give such a row zero weights (shift it by 0, divide only where the total "
+                    "is positive)"
+                )
+        w = _as_result_array(w_raw, expected_w, f"the weights of {what}")
+        allowed = np.broadcast_to(mask, plain.shape)
+        if empty.any() and np.allclose(w[empty], 1 / w.shape[-1]):
+            raise _Mistake(
+                f"in {what} query 0 of sequence 1 may attend to nothing, yet it got the "
+                f"uniform weights 1/{w.shape[-1]}: that is the -1e9 leak. With a large finite "
+                "number every score of the row is the same, so softmax spreads the weight over "
+                "the masked keys. Give such a row zero weights"
+            )
+        if (w[allowed] == 0).all():
+            raise _Mistake(
+                f"in {what} every allowed key got weight 0: is the mask inverted? True means "
+                "'may attend', so keep the scores where the mask is True and set the others "
+                "to -inf"
+            )
+        if (w[~allowed] != 0).any():
+            b, i, j = np.argwhere(~allowed & (w != 0))[0]
+            raise _Mistake(
+                f"in {what} key {j} of query {i} in sequence {b} is masked but got weight "
+                f"{w[b, i, j]:.3g}: set masked scores to -inf before the softmax, so that "
+                "their weights are exactly 0"
+            )
+        sums = w.sum(axis=-1)
+        if not np.allclose(sums[~empty], 1.0):
+            raise _Mistake(
+                f"the rows of the weights of {what} sum to {_show(sums.round(3))}: that is "
+                "what masking AFTER the softmax gives (zeroing weights leaves rows that no "
+                "longer sum to one). Mask the SCORES, then take the softmax"
+            )
+        unscaled = softmax.softmax(np.where(allowed, q @ np.swapaxes(k, -1, -2), -np.inf), axis=-1)
+        if not np.allclose(w, expected_w) and np.allclose(np.nan_to_num(unscaled), w, atol=1e-8):
+            raise _Mistake(
+                f"the weights of {what} are those of unscaled scores Q Kᵀ: divide the scores "
+                "by √d_k before the softmax"
+            )
+        _assert_close(w, expected_w, f"the weights of {what}")
+        out = _as_result_array(out_raw, expected_out, f"the output of {what}")
+        _assert_close(out, expected_out, f"the output of {what}")
+
+    def checks() -> str:
+        check_one(plain, f"{name}(q, k, v, mask of all True)")
+        check_one(keys_ok, f"{name}(q, k, v, padding mask of shape (2, 1, 5))")
+        check_one(masked, f"{name}(q, k, v, mask of shape (2, 3, 5) with an empty row)")
+        return (
+            "Your masked attention is right: masked keys get exactly 0, the mask broadcasts, "
+            "and a query with nothing to attend to gets zeros, never NaN or uniform weights."
+        )
+
+    return _run_checks(checks)
+
+
+# --- Chapter 4: queries, keys and values ---
+
+_CH4_SHAPE_HINT = (
+    ". Shapes: x is (T, D) and each projection is (D, d_k) or (D, d_v), so the projection is "
+    "x @ w (W @ X or a transposed W do not fit)"
+)
+
+
+def _ch4_call(function: Callable[..., Any], *args: Any) -> Any:
+    """Call the learner's function; a shape error from ``@`` gets a hint about the order."""
+    try:
+        return _call_quietly(function, *args)
+    except _Mistake as mistake:
+        text = str(mistake)
+        if "matmul" in text or "not aligned" in text or "shapes" in text:
+            raise _Mistake(text + _CH4_SHAPE_HINT) from mistake
+        raise
+
+
+def _ch4_output_and_weights(result: Any, what: str) -> tuple[Any, Any]:
+    if not isinstance(result, tuple | list) or len(result) != 2:
+        raise _Mistake(f"{what} must return a pair (output, weights), got {type(result).__name__}")
+    return result[0], result[1]
+
+
+def _ch4_attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float) -> tuple:
+    weights = softmax.softmax(q @ k.T * scale, axis=-1)
+    return weights @ v, weights
+
+
+def _ch4_one_query_case(seed: int, t: int = 5) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(t, 4)).round(1)  # (T, D) = (5, 4)
+    w_q = rng.normal(scale=1.5, size=(4, 3)).round(1)  # (D, d_k) = (4, 3)
+    w_k = rng.normal(scale=1.5, size=(4, 3)).round(1)  # (D, d_k)
+    w_v = rng.normal(size=(4, 2)).round(1)  # (D, d_v) = (4, 2)
+    return x, w_q, w_k, w_v
+
+
+def check_one_query_attention(one_query_attention: Callable[..., Any]) -> Feedback:
+    """Check the six steps for one query, from the tokens and the projections (ch. 4, ex. 1).
+
+    Expected signature: ``one_query_attention(x, i, w_q, w_k, w_v) -> (output, weights)``
+    with ``x`` of shape ``(T, D)``, ``w_q`` and ``w_k`` of shape ``(D, d_k)``, ``w_v`` of shape
+    ``(D, d_v)`` and ``i`` the index of the query token. ``weights`` has shape ``(T,)``:
+    ``softmax(q_i · k_j / √d_k)`` over the keys ``j``; ``output`` has shape ``(d_v,)``, the
+    weighted sum of the value vectors.
+
+    Examples
+    --------
+    >>> def one_query_attention(x, i, w_q, w_k, w_v):
+    ...     q, k, v = x[i] @ w_q, x @ w_k, x @ w_v
+    ...     scores = k @ q / np.sqrt(len(q))
+    ...     weights = np.exp(scores - scores.max()) / np.exp(scores - scores.max()).sum()
+    ...     return weights @ v, weights
+    >>> check_one_query_attention(one_query_attention).passed
+    True
+    """
+    name = _name_of(one_query_attention, "one_query_attention")
+
+    def check_one(seed: int, i: int) -> None:
+        x, w_q, w_k, w_v = _ch4_one_query_case(seed)
+        what = f"{name}(x, {i}, w_q, w_k, w_v)"
+        result = _ch4_call(one_query_attention, x.copy(), i, w_q.copy(), w_k.copy(), w_v.copy())
+        output, weights = _ch4_output_and_weights(result, what)
+        q, k, v = x @ w_q, x @ w_k, x @ w_v  # (T, d_k), (T, d_k), (T, d_v)
+        expected_output, expected = _ch4_attend(q, k, v, 1 / np.sqrt(3))
+        expected_output, expected = expected_output[i], expected[i]
+        weights = _as_result_array(weights, expected, f"the weights of {what}")
+        if not np.allclose(weights, expected, rtol=1e-6, atol=1e-9):
+            d_k, d, t = 3, 4, len(x)
+            wrong_scales = (
+                (1.0, "did not divide the scores by √d_k (here √3)"),
+                (1 / d_k, "divided the scores by d_k = 3 instead of √d_k = √3"),
+                (1 / np.sqrt(d), "divided by √D = √4 (the token size) instead of √d_k = √3"),
+                (1 / np.sqrt(t), "divided by √T (the number of tokens) instead of √d_k = √3"),
+            )
+            for scale, explanation in wrong_scales:
+                if np.allclose(weights, _ch4_attend(q, k, v, scale)[1][i]):
+                    raise _Mistake(f"the weights of {what} are off: you {explanation}")
+            swapped = softmax.softmax(k[i] @ q.T / np.sqrt(d_k))
+            if np.allclose(weights, swapped):
+                raise _Mistake(
+                    f"the weights of {what} use W_K for the query and W_Q for the keys: the "
+                    "query is x_i @ w_q, the keys are x @ w_k"
+                )
+            if np.allclose(weights, softmax.softmax(q @ k.T / np.sqrt(d_k), axis=0)[:, i]):
+                raise _Mistake(
+                    f"the weights of {what} are column {i} of a softmax over the queries: "
+                    "take the softmax of query i's own row of scores, over the keys"
+                )
+            if np.allclose(weights, k @ q[i] / np.sqrt(d_k)):
+                raise _Mistake(f"the weights of {what} are the scaled scores: apply softmax")
+            if not np.isclose(weights.sum(), 1.0):
+                raise _Mistake(f"the weights of {what} sum to {weights.sum():.6g}, not 1")
+            _assert_close(weights, expected, f"the weights of {what}")
+        output = _as_result_array(output, expected_output, f"the output of {what}")
+        if np.allclose(output, expected_output, rtol=1e-6, atol=1e-9):
+            return
+        if np.allclose(output, v.sum(axis=0)) or np.allclose(output, v[i]):
+            raise _Mistake(f"the output of {what} ignores the weights: sum weights[j] * v_j")
+        _assert_close(output, expected_output, f"the output of {what}")
+
+    def checks() -> str:
+        for seed, i in ((40, 0), (41, 3), (42, 4)):
+            check_one(seed, i)
+        return (
+            "All six steps are right: project, score against every key, divide by √d_k, "
+            "softmax, weight the values, sum."
+        )
+
+    return _run_checks(checks)
+
+
+# The chapter's three tokens x1, x2, x3 (rows), D = 4.
+_CH4_TOKENS = np.array([[1.0, 0.0, 0.0, 1.0], [0.0, 2.0, 2.0, 0.0], [1.0, 1.0, 0.0, 0.0]])
+
+
+def check_design_projections(design_projections: Callable[[], Any]) -> Feedback:
+    """Check projections that make token x1 attend to x3 (chapter 4, exercise 2).
+
+    Expected signature: ``design_projections() -> (w_q, w_k)``, two arrays of shape
+    ``(4, d_k)`` with the same ``d_k >= 1`` of the learner's choice. With the chapter's tokens
+    ``x1 = [1, 0, 0, 1]``, ``x2 = [0, 2, 2, 0]``, ``x3 = [1, 1, 0, 0]`` as the rows of ``X``, the
+    weights ``softmax(X w_q (X w_k)ᵀ / √d_k)`` must give x1 a weight of at least 0.9 on x3.
+
+    Examples
+    --------
+    >>> w_q = [[0.0], [0.0], [0.0], [5.0]]  # q1 = [5], q2 = [0], q3 = [0]
+    >>> w_k = [[0.0], [1.0], [-1.0], [0.0]]  # k1 = [0], k2 = [0], k3 = [1]
+    >>> check_design_projections(lambda: (w_q, w_k)).passed
+    True
+    """
+    name = _name_of(design_projections, "design_projections")
+
+    def as_matrix(value: Any, label: str) -> np.ndarray:
+        try:
+            matrix = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError) as error:
+            raise _Mistake(f"{label} must be a matrix of numbers") from error
+        if matrix.ndim != 2:
+            raise _Mistake(f"{label} must be a matrix (D, d_k), got shape {matrix.shape}")
+        if not np.isfinite(matrix).all():
+            raise _Mistake(f"{label} contains NaN or infinity")
+        if matrix.shape[0] != 4:
+            flipped = " (it looks transposed)" if matrix.shape[1] == 4 else ""
+            raise _Mistake(
+                f"{label} has shape {matrix.shape}{flipped}: it maps a token of size D = 4 to "
+                "d_k numbers, so it needs 4 rows, shape (4, d_k)"
+            )
+        return matrix
+
+    def checks() -> str:
+        result = _call(design_projections)
+        if not isinstance(result, tuple | list) or len(result) != 2:
+            raise _Mistake(f"{name}() must return a pair (w_q, w_k)")
+        w_q = as_matrix(result[0], f"the w_q of {name}()")
+        w_k = as_matrix(result[1], f"the w_k of {name}()")
+        if w_q.shape[1] != w_k.shape[1]:
+            raise _Mistake(
+                f"w_q has {w_q.shape[1]} columns and w_k has {w_k.shape[1]}: queries and keys "
+                "must have the same length d_k, or their dot products are undefined"
+            )
+        q, k = _CH4_TOKENS @ w_q, _CH4_TOKENS @ w_k  # (3, d_k)
+        weights = softmax.softmax(q @ k.T / np.sqrt(q.shape[1]), axis=-1)  # (3, 3)
+        row = ", ".join(f"{w:.3f}" for w in weights[0])
+        if weights[0, 2] < 0.9:
+            favourite = int(np.argmax(weights[0]))
+            raise _Mistake(
+                f"x1's weights on (x1, x2, x3) are ({row}): x3 gets {weights[0, 2]:.3f}, not "
+                f"0.9 (x1 attends most to x{favourite + 1}). Make q1 · k3 larger than q1 · k1 "
+                "and q1 · k2 by a few units of √d_k"
+            )
+        return f"x1's weights on (x1, x2, x3) are ({row}): it attends to x3."
+
+    return _run_checks(checks)
+
+
+def check_cross_attention(cross_attention: Callable[..., Any]) -> Feedback:
+    """Check cross-attention with T_q ≠ T_k (chapter 4, exercise 3).
+
+    Expected signature: ``cross_attention(x_q, x_kv, w_q, w_k, w_v) -> (output, weights)``:
+    queries from ``x_q`` of shape ``(T_q, D)``, keys and values from ``x_kv`` of shape
+    ``(T_k, D)``; ``weights`` ``softmax(Q Kᵀ / √d_k)`` of shape ``(T_q, T_k)``, ``output`` of
+    shape ``(T_q, d_v)``.
+
+    Examples
+    --------
+    >>> def cross_attention(x_q, x_kv, w_q, w_k, w_v):
+    ...     q, k, v = x_q @ w_q, x_kv @ w_k, x_kv @ w_v
+    ...     s = q @ k.T / np.sqrt(q.shape[-1])
+    ...     e = np.exp(s - s.max(axis=-1, keepdims=True))
+    ...     w = e / e.sum(axis=-1, keepdims=True)
+    ...     return w @ v, w
+    >>> check_cross_attention(cross_attention).passed
+    True
+    """
+    name = _name_of(cross_attention, "cross_attention")
+
+    def check_one(seed: int, t_q: int) -> None:
+        x_kv, w_q, w_k, w_v = _ch4_one_query_case(seed, t=5)  # T_k = 5
+        x_q = np.random.default_rng(seed + 100).normal(size=(t_q, 4)).round(1)  # (T_q, D)
+        what = f"{name}(x_q of shape {x_q.shape}, x_kv of shape {x_kv.shape}, ...)"
+        result = _ch4_call(
+            cross_attention, x_q.copy(), x_kv.copy(), w_q.copy(), w_k.copy(), w_v.copy()
+        )
+        output, weights = _ch4_output_and_weights(result, what)
+        q, k, v = x_q @ w_q, x_kv @ w_k, x_kv @ w_v
+        expected_output, expected = _ch4_attend(q, k, v, 1 / np.sqrt(3))
+        got = np.asarray(weights, dtype=np.float64) if weights is not None else None
+        if got is not None and got.shape != expected.shape:
+            if got.shape == (t_q, t_q):
+                raise _Mistake(
+                    f"the weights of {what} have shape {got.shape} = (T_q, T_q): the keys (and "
+                    "values) must come from x_kv, giving (T_q, T_k)"
+                )
+            if got.shape == (5, 5):
+                raise _Mistake(
+                    f"the weights of {what} have shape {got.shape} = (T_k, T_k): the queries "
+                    "must come from x_q, giving (T_q, T_k)"
+                )
+            if got.shape == expected.shape[::-1]:
+                raise _Mistake(
+                    f"the weights of {what} have shape {got.shape} = (T_k, T_q): one row per "
+                    "QUERY is needed, scores = q @ k.T of shape (T_q, T_k)"
+                )
+        got = _as_result_array(weights, expected, f"the weights of {what}")
+        if not np.allclose(got, expected, rtol=1e-6, atol=1e-9):
+            if np.allclose(got, softmax.softmax(q @ k.T / np.sqrt(3), axis=0)):
+                raise _Mistake(
+                    f"the weights of {what} have columns summing to 1: take the softmax over "
+                    "the keys (axis=-1), one row per query"
+                )
+            if np.allclose(got, _ch4_attend(q, k, v, 1.0)[1]):
+                raise _Mistake(f"the weights of {what} are off: divide the scores by √d_k")
+            _assert_close(got, expected, f"the weights of {what}")
+        output = _as_result_array(output, expected_output, f"the output of {what}")
+        _assert_close(output, expected_output, f"the output of {what}")
+
+    def checks() -> str:
+        for seed, t_q in ((50, 2), (51, 3)):
+            check_one(seed, t_q)
+        return (
+            "Right: queries from one sequence, keys and values from the other; the weights "
+            "are (T_q, T_k) and the output (T_q, d_v)."
+        )
+
+    return _run_checks(checks)
+
+
+# --- Chapter 3: self-attention without weights ---
+
+# T = 5 tokens of D = 3 features: a result of length T (weights) and one of length D (an
+# output vector) cannot be confused.
+_CH3_X = np.array(
+    [
+        [1.0, 0.0, 2.0],
+        [0.5, 1.5, -1.0],
+        [2.0, 1.0, 0.0],
+        [-1.0, 0.5, 0.5],
+        [0.0, 2.0, 1.0],
+    ]
+)
+
+
+def _ch3_weights(x: np.ndarray) -> np.ndarray:
+    """Reference weights ``softmax(X Xᵀ)`` over the last axis, for ``(..., T, D)``."""
+    return softmax.softmax(x @ np.swapaxes(x, -1, -2), axis=-1)
+
+
+def check_spotlight_output(spotlight_output: Callable[..., Any]) -> Feedback:
+    """Check one output vector of simple self-attention (chapter 3, exercise 1).
+
+    Expected signature: ``spotlight_output(x: np.ndarray, position: int) -> np.ndarray``
+    with ``x`` of shape ``(T, D)``; the result, of shape ``(D,)``, is
+    ``sum_j a_j x_j`` with ``a = softmax(x @ x[position])``.
+
+    Examples
+    --------
+    >>> def answer(x, position):
+    ...     scores = x @ x[position]
+    ...     weights = np.exp(scores - scores.max())
+    ...     return (weights / weights.sum()) @ x
+    >>> check_spotlight_output(answer).passed
+    True
+    """
+    name = _name_of(spotlight_output, "spotlight_output")
+    long_vectors = _CH3_X * 15.0  # scores up to about 1100: e^score overflows
+
+    def check_one(x: np.ndarray, position: int) -> None:
+        what = f"{name}(x, {position})"
+        scores = x @ x[position]  # (T,)
+        weights = softmax.softmax(scores)  # (T,)
+        expected = weights @ x  # (D,)
+        result = _call_on_copy(spotlight_output, x, position)
+        values = _values_like(result, expected)
+        if values is not None and not np.isfinite(values).all():
+            raise _Mistake(
+                f"{what} returned NaN or infinity for vectors whose scores reach "
+                f"{scores.max():.0f}: e^score overflows. Subtract the largest score before "
+                "the exponential (the stable softmax of chapter 2)"
+            )
+        shape = np.shape(result) if result is not None else None
+        if shape == ():
+            raise _Mistake(
+                f"{what} returned a single number. The output is a VECTOR of shape "
+                f"{expected.shape}: the weighted sum of the token vectors x[j], "
+                "not of their scores"
+            )
+        if shape == weights.shape and shape != expected.shape:
+            raise _Mistake(
+                f"{what} returned {len(weights)} numbers, one per token: these look like the "
+                "weights. Multiply each token vector x[j] by its weight and add them up"
+            )
+        got = _as_result_array(result, expected, what)
+        if np.allclose(got, expected, rtol=1e-6, atol=1e-9):
+            return
+        with np.errstate(all="ignore"):
+            candidates = (
+                (
+                    scores @ x,
+                    "used the raw scores as weights: turn them into weights with a softmax first",
+                ),
+                (
+                    np.exp(scores) @ x,
+                    "used e^score as weights without dividing by their sum: the weights must "
+                    "add up to one",
+                ),
+                (
+                    x.mean(axis=0),
+                    "returned the plain average of the tokens: every token got the same "
+                    "weight 1/T instead of the softmax of its score",
+                ),
+                (
+                    x[position],
+                    "returned the spotlighted token's own vector: the output mixes ALL the "
+                    "token vectors, weighted",
+                ),
+            )
+        for candidate, explanation in candidates:
+            if candidate.shape == got.shape and np.allclose(got, candidate):
+                raise _Mistake(f"{what} {explanation}")
+        _assert_close(got, expected, what)
+
+    def checks() -> str:
+        for position in (0, 3):
+            check_one(_CH3_X, position)
+        check_one(long_vectors, 2)
+        return (
+            "Each output is the softmax-weighted average of all the token vectors, the "
+            "spotlighted one included."
+        )
+
+    return _run_checks(checks)
+
+
+def check_batched_self_attention(batched_self_attention: Callable[..., Any]) -> Feedback:
+    """Check simple self-attention for a batch (chapter 3, exercise 2).
+
+    Expected signature: ``batched_self_attention(x: np.ndarray) -> (output, weights)`` with
+    ``x`` of shape ``(B, T, D)``, ``weights = softmax(x xᵀ)`` over the last axis, of shape
+    ``(B, T, T)``, and ``output = weights @ x`` of shape ``(B, T, D)``, without a loop
+    over the batch.
+
+    Examples
+    --------
+    >>> from selfattn_lib.attention import simple_self_attention
+    >>> check_batched_self_attention(simple_self_attention).passed
+    True
+    """
+    name = _name_of(batched_self_attention, "batched_self_attention")
+    batch = np.stack([_CH3_X[:4], -0.5 * _CH3_X[1:], _CH3_X[::-1][:4] * 0.8])  # (3, 4, 3)
+    long_batch = batch * 15.0  # scores up to about 1100
+
+    def check_one(x: np.ndarray) -> None:
+        what = f"{name}(x) for x of shape {x.shape}"
+        expected_weights = _ch3_weights(x)  # (B, T, T)
+        expected_output = expected_weights @ x  # (B, T, D)
+        try:
+            result = _call_on_copy(batched_self_attention, x)
+        except _Mistake as mistake:
+            if "matmul" in str(mistake) or "aligned" in str(mistake):
+                raise _Mistake(
+                    f"{mistake}. For a batch, `x.T` reverses ALL the axes, (B, T, D) -> "
+                    "(D, T, B). Swap only the last two: `x.transpose(0, 2, 1)` or "
+                    "`np.swapaxes(x, -1, -2)`"
+                ) from None
+            raise
+        if not isinstance(result, tuple) or len(result) != 2:
+            raise _Mistake(
+                f"{what} must return a pair (output, weights), like the library's "
+                f"attention functions; got {type(result).__name__}"
+            )
+        output, weights = result
+        values = _values_like(weights, expected_weights)
+        if values is not None and not np.isfinite(values).all():
+            raise _Mistake(
+                f"{what} returned NaN or infinity in the weights: with scores near "
+                f"{(x @ np.swapaxes(x, -1, -2)).max():.0f}, e^score overflows. Subtract "
+                "each row's maximum before the exponential"
+            )
+        weights = _as_result_array(weights, expected_weights, f"the weights of {what}")
+        if not np.allclose(weights, expected_weights, rtol=1e-6, atol=1e-9):
+            if np.allclose(weights.sum(axis=-2), 1.0):
+                raise _Mistake(
+                    f"the COLUMNS of the weights of {what} sum to one, not the rows: take "
+                    "the softmax over the keys, the last axis (axis=-1)"
+                )
+            if not np.allclose(weights.sum(axis=-1), 1.0):
+                raise _Mistake(
+                    f"the rows of the weights of {what} do not sum to one: normalise each "
+                    "row on its own, with axis=-1 and keepdims=True"
+                )
+            _assert_close(weights, expected_weights, f"the weights of {what}")
+        output = _as_result_array(output, expected_output, f"the output of {what}")
+        if np.allclose(output, np.swapaxes(weights, -1, -2) @ x) and not np.allclose(
+            output, expected_output
+        ):
+            raise _Mistake(
+                f"the output of {what} uses the transposed weights: row i of the output is "
+                "weights[b, i] @ x[b], so compute weights @ x"
+            )
+        _assert_close(output, expected_output, f"the output of {what}")
+
+    def checks() -> str:
+        check_one(batch)
+        check_one(batch[:1])
+        check_one(long_batch)
+        return (
+            "One matrix product for the scores, a softmax over the last axis and one more "
+            "product: the whole batch at once."
+        )
+
+    return _run_checks(checks)
+
+
+def check_attends_most_to_itself(attends_most_to_itself: Callable[..., Any]) -> Feedback:
+    """Check the test "does each token attend most to itself?" (chapter 3, exercise 3).
+
+    Expected signature: ``attends_most_to_itself(x: np.ndarray) -> np.ndarray`` with ``x``
+    of shape ``(T, D)``; the result is a boolean array of shape ``(T,)``, True where token
+    ``t``'s weight on itself is at least as large as its weight on every other token (a tie
+    with an identical copy of itself counts as True).
+
+    Examples
+    --------
+    >>> def answer(x):
+    ...     scores = x @ x.T
+    ...     return np.diag(scores) >= scores.max(axis=-1)
+    >>> check_attends_most_to_itself(answer).passed
+    True
+    """
+    from selfattn_lib import embeddings
+
+    name = _name_of(attends_most_to_itself, "attends_most_to_itself")
+    crafted = np.array([[1.0, 0.0], [3.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0]])
+    sentence = embeddings.embed("the dog chased the cat across the street")
+    unit = np.random.default_rng(3).normal(size=(6, 4))
+    unit /= np.linalg.norm(unit, axis=-1, keepdims=True)
+
+    def check_one(x: np.ndarray, description: str) -> None:
+        what = f"{name}(x) for {description}"
+        weights = _ch3_weights(x)
+        expected = np.diag(weights) >= weights.max(axis=-1)
+        result = _call_on_copy(attends_most_to_itself, x)
+        got = _as_result_array(result, expected.astype(np.float64), what)
+        if np.asarray(result).dtype != np.bool_:
+            raise _Mistake(
+                f"{what} returned an array of {np.asarray(result).dtype}, expected booleans "
+                "(True/False), e.g. the result of a comparison"
+            )
+        got = got.astype(bool)
+        if np.array_equal(got, expected):
+            return
+        wrong = [int(t) for t in np.flatnonzero(got != expected)]
+        if not got.any() and expected.any():
+            raise _Mistake(
+                f"{what} says no token attends most to itself. A token's own weight is part "
+                "of its row, so it can never be strictly larger than the row's maximum: "
+                "compare with >= (or leave the diagonal out of the maximum)"
+            )
+        if np.array_equal(got, np.argmax(weights, axis=-1) == np.arange(len(x))):
+            raise _Mistake(
+                f"{what} is wrong at positions {wrong}: those tokens tie between themselves "
+                "and an identical copy, and argmax picks only the FIRST of tied maxima. "
+                "Compare the token's own weight with the row's maximum instead"
+            )
+        if np.array_equal(got, np.diag(weights) >= weights.max(axis=0)):
+            raise _Mistake(
+                f"{what} is wrong at positions {wrong}: it compares each token's own weight "
+                "with the largest weight in its COLUMN. Token t's weights are row t "
+                "(axis=-1): the weights sum to one along rows, not columns"
+            )
+        raise _Mistake(f"{what} is wrong at positions {wrong}: expected {expected.tolist()}")
+
+    def checks() -> str:
+        check_one(crafted, "five 2-D vectors, two of them repeated")
+        check_one(sentence, '"the dog chased the cat across the street"')
+        check_one(unit, "six unit-length vectors")
+        return (
+            "Note the last check: with vectors of equal length every token attends most "
+            "to itself, since x_t · x_j <= |x_t| |x_j| = x_t · x_t."
+        )
+
+    return _run_checks(checks)
+
+
+# --- Chapter 5: scaling ---
+
+
+def check_score_scale(score_scale: Callable[..., Any]) -> Feedback:
+    """Check the learner's scale factor for the scores (chapter 5, exercise 1).
+
+    Expected signature: ``score_scale(d_k: int, entry_variance: float, target_variance: float)
+    -> float``. Queries and keys have ``d_k`` independent zero-mean entries of variance
+    ``entry_variance`` (s²); the function returns the positive factor ``c`` for which the
+    scores ``c · q·k`` have variance ``target_variance`` (σ²), that is
+    ``c = σ / (s² √d_k)``, because ``Var(q·k) = d_k s⁴``.
+
+    Examples
+    --------
+    >>> check_score_scale(lambda d_k, s2, t: np.sqrt(t) / (s2 * np.sqrt(d_k))).passed
+    True
+    """
+    name = _name_of(score_scale, "score_scale")
+    cases = ((64, 1.0, 1.0), (16, 4.0, 1.0), (100, 0.25, 4.0), (9, 2.0, 9.0))
+
+    def mistakes(d_k: int, s2: float, t: float) -> list[tuple[float, str]]:
+        return [
+            (
+                1 / np.sqrt(d_k),
+                "that is 1/√d_k, the scale for entries of variance 1 and a target of 1: here "
+                "the entries' variance s² and the target σ² matter too",
+            ),
+            (
+                np.sqrt(t / (d_k * s2)),
+                "you used Var(q_i k_i) = s², but for independent zero-mean q_i and k_i it is "
+                "E[q_i²] E[k_i²] = s² · s² = s⁴, so Var(q·k) = d_k s⁴",
+            ),
+            (
+                t / (d_k * s2**2),
+                "that factor makes the STANDARD DEVIATION of the scores equal to the target "
+                "variance: multiplying the scores by c multiplies their variance by c², so "
+                "take the square root",
+            ),
+            (
+                np.sqrt(t) / (d_k * s2**2),
+                "you divided by d_k s⁴ (the variance of q·k) instead of by its square root: "
+                "scaling by c multiplies the variance by c², so c = σ / √(d_k s⁴)",
+            ),
+            (
+                np.sqrt(t) / (d_k * s2),
+                "divide by the standard deviation of q·k, √(d_k s⁴) = s² √d_k, not by d_k s²",
+            ),
+            (
+                s2 * np.sqrt(d_k) / np.sqrt(t),
+                "that is the number to DIVIDE the scores by; return the factor c that "
+                "multiplies them (its inverse)",
+            ),
+        ]
+
+    def checks() -> str:
+        for d_k, s2, t in cases:
+            what = f"{name}({d_k}, {s2:g}, {t:g})"
+            expected = np.sqrt(t) / (s2 * np.sqrt(d_k))
+            got = float(
+                _as_result_array(_call_quietly(score_scale, d_k, s2, t), np.zeros(()), what)
+            )
+            if np.isclose(got, expected, rtol=1e-6):
+                continue
+            for wrong, explanation in mistakes(d_k, s2, t):
+                if np.isclose(got, wrong, rtol=1e-6):
+                    raise _Mistake(
+                        f"{what} returned {got:.6g}, expected {expected:.6g}: {explanation}"
+                    )
+            achieved = got**2 * d_k * s2**2
+            raise _Mistake(
+                f"{what} returned {got:.6g}: scores multiplied by it have variance "
+                f"{achieved:.6g}, not {t:g}. Start from Var(c · q·k) = c² d_k s⁴"
+            )
+        return (
+            "Your scale is right: c = σ / (s² √d_k). With s² = σ² = 1 it is the Transformer's "
+            "1/√d_k."
+        )
+
+    return _run_checks(checks)
+
+
+def _ch5_softmax(scores: np.ndarray) -> np.ndarray:
+    return softmax.softmax(np.asarray(scores, dtype=np.float64))
+
+
+def check_softmax_jacobian(softmax_jacobian: Callable[[np.ndarray], Any]) -> Feedback:
+    """Check the learner's Jacobian of softmax (chapter 5, exercise 2).
+
+    Expected signature: ``softmax_jacobian(scores: np.ndarray) -> np.ndarray`` for one row
+    of scores of shape ``(n,)``, returning the ``(n, n)`` matrix ``J[i, j] = ∂w_i / ∂z_j =
+    w_i (δ_ij − w_j)``, that is ``diag(w) − w wᵀ`` with ``w = softmax(z)``, computed without
+    overflow for large scores.
+
+    Examples
+    --------
+    >>> from selfattn_lib.softmax import softmax
+    >>> def jac(z):
+    ...     w = softmax(z)
+    ...     return np.diag(w) - np.outer(w, w)
+    >>> check_softmax_jacobian(jac).passed
+    True
+    """
+    name = _name_of(softmax_jacobian, "softmax_jacobian")
+    cases = (
+        np.array([1.0, 2.0, 3.0]),
+        np.array([0.5, -1.0, 2.0, 0.0]),
+        np.array([3.0]),
+        np.array([1000.0, 999.0, 990.0]),
+    )
+
+    def mistakes(z: np.ndarray, w: np.ndarray) -> list[tuple[np.ndarray, str]]:
+        return [
+            (
+                np.diag(w),
+                "this is only diag(w): subtract the outer product w wᵀ (np.outer(w, w)), "
+                "since raising one score also lowers every other weight",
+            ),
+            (
+                np.diag(w * (1 - w)),
+                "the diagonal w_i (1 − w_i) is right, but the off-diagonal entries are "
+                "−w_i w_j, not 0: raising score j lowers weight i",
+            ),
+            (
+                np.outer(w, w) - np.diag(w),
+                "the sign is flipped: it is diag(w) − w wᵀ (raising a score raises its own "
+                "weight, so the diagonal is positive)",
+            ),
+            (
+                np.diag(w) - w**2,
+                "you subtracted w * w, which broadcasts the vector of squares w_j² into every "
+                "row; the matrix w_i w_j is the outer product np.outer(w, w)",
+            ),
+            (
+                np.diag(w) - w[:, None] ** 2,
+                "you subtracted w_i² in every entry of row i; the matrix w_i w_j is the outer "
+                "product np.outer(w, w)",
+            ),
+            (
+                np.diag(z) - np.outer(z, z),
+                "you used the scores z in the formula; it is written with the weights "
+                "w = softmax(z)",
+            ),
+        ]
+
+    def checks() -> str:
+        for z in cases:
+            what = f"{name}({_show(z)})"
+            w = _ch5_softmax(z)
+            expected = np.diag(w) - np.outer(w, w)
+            result = _call_on_copy(softmax_jacobian, z)
+            _explain_non_finite(
+                result,
+                expected,
+                what,
+                "For scores around 1000, np.exp overflows: compute the weights with a stable "
+                "softmax (subtract the largest score first).",
+            )
+            values = _values_like(result, expected)
+            if values is None and np.shape(result) == z.shape:
+                raise _Mistake(
+                    f"{what} returned shape {z.shape}, one number per score; the Jacobian has "
+                    f"one row per weight and one column per score: shape {expected.shape}"
+                )
+            got = _as_result_array(result, expected, what)
+            if np.allclose(got, expected, atol=1e-10):
+                continue
+            for wrong, explanation in mistakes(z, w):
+                if np.allclose(got, wrong, atol=1e-10):
+                    raise _Mistake(f"{what} is wrong: {explanation}")
+            _assert_close(got, expected, what, atol=1e-10)
+        return (
+            "Your Jacobian diag(w) − w wᵀ is right. Every entry is at most 1/4 in size, and "
+            "all of them go to 0 as the weights become one-hot."
+        )
+
+    return _run_checks(checks)
+
+
+_CH5_DIMENSIONS = tuple(2**n for n in range(13))  # 1, 2, 4, ..., 4096
+
+
+def _ch5_top_weight_statistic(
+    n_keys: int, d_k: int, statistic: Callable[[np.ndarray], float], n_queries: int = 4000
+) -> float:
+    """``statistic`` over random queries of the largest unscaled weight (a fixed seed)."""
+    rng = np.random.default_rng([5, n_keys, d_k])
+    q = rng.standard_normal((n_queries, 1, d_k))  # (n_queries, 1, d_k)
+    k = rng.standard_normal((n_queries, n_keys, d_k))  # (n_queries, n_keys, d_k)
+    weights = softmax.softmax((q * k).sum(axis=-1), axis=-1)  # (n_queries, n_keys)
+    return float(statistic(weights.max(axis=-1)))
+
+
+def check_saturation_dimension(saturation_dimension: Callable[..., Any]) -> Feedback:
+    """Check the learner's search for the d_k at which softmax saturates (chapter 5, ex. 3).
+
+    Expected signature: ``saturation_dimension(n_keys: int, threshold: float, rng:
+    np.random.Generator) -> int | None``. For ``d_k`` = 1, 2, 4, …, 4096 in turn, draw 2000
+    queries, each with ``n_keys`` keys (entries independent standard normal, from ``rng``),
+    take the softmax of the UNSCALED scores ``q·k`` of each query and its largest weight,
+    and return the first ``d_k`` at which the median of these largest weights exceeds
+    ``threshold`` (``None`` if none does). Random noise is allowed for: an answer is
+    accepted if it is consistent with the checker's own estimate to within 0.004.
+    """
+    name = _name_of(saturation_dimension, "saturation_dimension")
+    cases = ((8, 0.75), (8, 0.95), (2, 0.99))
+    margin = 0.004
+    medians: dict[tuple[int, int], float] = {}
+
+    def median(n_keys: int, d_k: int) -> float:
+        if (n_keys, d_k) not in medians:
+            medians[n_keys, d_k] = _ch5_top_weight_statistic(n_keys, d_k, np.median)
+        return medians[n_keys, d_k]
+
+    def first_dimension(n_keys: int, threshold: float, statistic) -> int | None:
+        for d_k in _CH5_DIMENSIONS[:11]:  # up to 1024 for the checker's own estimates
+            if _ch5_top_weight_statistic(n_keys, d_k, statistic) > threshold:
+                return d_k
+        return None
+
+    def check_one(n_keys: int, threshold: float) -> None:
+        what = f"{name}({n_keys}, {threshold:g}, rng)"
+        result = _call_quietly(saturation_dimension, n_keys, threshold, np.random.default_rng(0))
+        if result is None:
+            raise _Mistake(
+                f"{what} returned None, as if no d_k up to 4096 made the median top weight "
+                f"exceed {threshold:g}. Use the UNSCALED scores q·k (divided by √d_k they never "
+                "saturate), the LARGEST weight of each query (max over the keys), and return "
+                "the d_k you found"
+            )
+        got = float(_as_result_array(result, np.zeros(()), what))
+        if got not in _CH5_DIMENSIONS:
+            raise _Mistake(
+                f"{what} returned {got:g}; the answer is one of d_k = 1, 2, 4, ..., 4096"
+            )
+        d_k = int(got)
+        too_late = d_k > 1 and median(n_keys, d_k // 2) > threshold + margin
+        too_early = median(n_keys, d_k) < threshold - margin
+        if not (too_late or too_early):
+            return
+        mean_answer = first_dimension(n_keys, threshold, np.mean)
+        if too_late and mean_answer == d_k:
+            raise _Mistake(
+                f"{what} returned {d_k}, where the MEAN of the top weights first exceeds "
+                f"{threshold:g}; the question asks for the median (np.median), which is "
+                f"already {median(n_keys, d_k // 2):.3f} at d_k = {d_k // 2}: return the "
+                "FIRST d_k at which the median passes"
+            )
+        if too_late:
+            raise _Mistake(
+                f"{what} returned {d_k}, but at d_k = {d_k // 2} the median top weight is "
+                f"already about {median(n_keys, d_k // 2):.3f} > {threshold:g}: return the "
+                "FIRST d_k that passes"
+            )
+        raise _Mistake(
+            f"{what} returned {d_k}, but there the median top weight of the unscaled scores "
+            f"is only about {median(n_keys, d_k):.3f}, not above {threshold:g}"
+        )
+
+    def checks() -> str:
+        for n_keys, threshold in cases:
+            check_one(n_keys, threshold)
+        return (
+            "Your search finds where softmax saturates: with 8 keys the median top weight of "
+            "unscaled scores passes 0.95 at d_k = 64, the size of one head of the base "
+            "Transformer."
+        )
+
+    return _run_checks(checks)
+
+
+def check_unshuffle(unshuffle: Callable[..., Any]) -> Feedback:
+    """Check the undoing of a shuffle of the tokens (chapter 3, exercise 4).
+
+    Expected signature: ``unshuffle(shuffled: np.ndarray, order: np.ndarray) -> np.ndarray``
+    where ``shuffled = original[order]`` has shape ``(T, ...)`` and ``order`` is a permutation
+    of ``range(T)``; the result is ``original``, i.e. ``result[order] == shuffled``.
+
+    Examples
+    --------
+    >>> def answer(shuffled, order):
+    ...     original = np.empty_like(shuffled)
+    ...     original[order] = shuffled
+    ...     return original
+    >>> check_unshuffle(answer).passed
+    True
+    """
+    name = _name_of(unshuffle, "unshuffle")
+    original = _CH3_X  # (5, 3)
+    cases = (np.array([2, 0, 4, 1, 3]), np.array([1, 2, 3, 4, 0]), np.arange(5))
+
+    def check_one(order: np.ndarray) -> None:
+        shuffled = original[order]
+        what = f"{name}(shuffled, order={order.tolist()})"
+        result = _call_quietly(unshuffle, shuffled.copy(), order.copy())
+        got = _as_result_array(result, original, what)
+        if np.allclose(got, original):
+            return
+        if np.allclose(got, shuffled[order]):
+            raise _Mistake(
+                f"{what} applied the shuffle a second time (shuffled[order]). Row t of the "
+                "shuffled array came from row order[t] of the original, so it must go BACK "
+                "there: result[order] = shuffled, or shuffled[np.argsort(order)]"
+            )
+        if np.allclose(got, shuffled):
+            raise _Mistake(f"{what} returned the shuffled rows unchanged")
+        _assert_close(got, original, what)
+
+    def checks() -> str:
+        for order in cases:
+            check_one(order)
+        return (
+            "np.argsort(order) is the inverse permutation, and unshuffling the outputs of "
+            "the shuffled sentence gives back the original outputs (equivariance)."
+        )
+
+    return _run_checks(checks)
+
+
+def check_mha_attn_mask(mha_attn_mask: Callable[[np.ndarray, int], Any]) -> Feedback:
+    """Check the learner's conversion to ``nn.MultiheadAttention``'s mask (chapter 6, ex. 4).
+
+    Expected signature: ``mha_attn_mask(mask: np.ndarray, n_heads: int) -> np.ndarray``. The
+    input is this course's boolean mask of shape ``(B, T_q, T_k)`` (``True`` = may attend); the
+    result is the boolean ``attn_mask`` that ``torch.nn.MultiheadAttention`` accepts for
+    per-sequence masks: shape ``(B * H, T_q, T_k)``, ``True`` = IGNORE, with the ``H`` copies
+    of sequence ``b``'s mask at rows ``b * H, …, b * H + H - 1`` (batch-major, as PyTorch
+    reshapes ``(B, H, …)`` into ``(B * H, …)``).
+
+    Examples
+    --------
+    >>> check_mha_attn_mask(lambda mask, h: np.repeat(~mask, h, axis=0)).passed
+    True
+    """
+    name = _name_of(mha_attn_mask, "mha_attn_mask")
+    causal = np.tril(np.ones((3, 4), dtype=bool), k=1)  # (T_q, T_k)
+    keys_ok = (np.arange(4) < np.array([4, 2])[:, None])[:, None, :]  # (B, 1, T_k)
+    mask = causal & keys_ok  # (B, T_q, T_k) = (2, 3, 4), different per sequence
+
+    def checks() -> str:
+        for n_heads in (3, 1, 2):
+            expected = np.repeat(~mask, n_heads, axis=0)  # (B * H, T_q, T_k)
+            what = f"{name}(mask of shape {mask.shape}, n_heads={n_heads})"
+            result = _call(mha_attn_mask, mask.copy(), n_heads)
+            shape = np.shape(result) if result is not None else None
+            if shape == mask.shape and n_heads > 1:
+                raise _Mistake(
+                    f"{what} returned shape {shape} = (B, T_q, T_k). nn.MultiheadAttention "
+                    "wants a 3-D attn_mask of shape (B * H, T_q, T_k): one copy per head, "
+                    f"here {expected.shape}"
+                )
+            if shape == (mask.shape[0], n_heads, *mask.shape[1:]) and n_heads > 1:
+                raise _Mistake(
+                    f"{what} returned shape {shape} = (B, H, T_q, T_k): merge the first two "
+                    f"axes into B * H, shape {expected.shape}"
+                )
+            got = _ch6_bool_result(result, expected, what)
+            if np.array_equal(got, expected):
+                continue
+            if np.array_equal(got, ~expected):
+                raise _Mistake(
+                    f"{what} keeps our convention (True = may attend). For "
+                    "nn.MultiheadAttention a boolean True means IGNORE: invert the mask with ~"
+                )
+            if np.array_equal(got, np.tile(~mask, (n_heads, 1, 1))):
+                raise _Mistake(
+                    f"{what} puts the copies in the wrong order (as np.tile does: sequence 0, "
+                    "sequence 1, sequence 0, …). PyTorch reads row b * H + h as sequence b, "
+                    "head h, so the H copies of one sequence must be next to each other: "
+                    "np.repeat(..., n_heads, axis=0)"
+                )
+            index = tuple(int(i) for i in np.argwhere(got != expected)[0])
+            raise _Mistake(f"{what}{list(index)} is {bool(got[index])}, expected the opposite")
+        return (
+            "Your conversion is right: inverted for 'True = ignore' and repeated head by head "
+            "in the (B * H, T_q, T_k) order nn.MultiheadAttention expects."
+        )
+
+    return _run_checks(checks)

@@ -403,3 +403,360 @@ def temperature_weights(
         va="center",
     )
     return figure
+
+
+# --- Chapter 3: self-attention without weights ---
+
+
+def spotlight_weights(
+    x: Sequence[Sequence[float]],
+    labels: Sequence[str],
+    position: int,
+    *,
+    ax: Axes | None = None,
+) -> Figure:
+    """Draw the weights ``softmax(X Xᵀ)[position]`` of one spotlighted token, one bar per token.
+
+    The spotlighted token's own bar is drawn in orange, the others in blue, so a token that
+    attends more to another token than to itself stands out.
+
+    Shapes
+    ------
+    ``x``: ``(T, D)``; ``labels``: ``T`` strings; ``position``: an index in ``[0, T)``.
+
+    Examples
+    --------
+    >>> fig = spotlight_weights([[1.0, 0.0], [3.0, 0.0]], ["a", "b"], position=0)
+    >>> [round(float(bar.get_height()), 3) for bar in fig.axes[0].patches]
+    [0.119, 0.881]
+    """
+    # A local import keeps this chapter's section self-contained.
+    from selfattn_lib.attention import simple_self_attention
+
+    values = np.asarray(x, dtype=np.float64)
+    if values.ndim != 2:
+        raise ValueError(f"x must be one sequence of shape (T, D), got shape {values.shape}")
+    if not 0 <= position < values.shape[0]:
+        raise ValueError(f"position must be in [0, {values.shape[0]}), got {position}")
+    _, weights = simple_self_attention(values)  # (T, T)
+    figure = bar_chart(
+        weights[position],
+        labels,
+        title=f'"{labels[position]}" (position {position}) attends to',
+        xlabel="key token",
+        ylabel="attention weight",
+        ylim=(0.0, 1.0),
+        ax=ax,
+    )
+    axes = ax if ax is not None else figure.axes[0]
+    axes.patches[position].set_facecolor(OKABE_ITO[4])
+    axes.tick_params(axis="x", labelrotation=45)
+    return figure
+
+
+def spotlight_attention(
+    x: Sequence[Sequence[float]], labels: Sequence[str], position: int
+) -> Figure:
+    """The spotlighted token's weights (left) beside the whole weight matrix (right).
+
+    The heatmap is ``softmax(X Xᵀ)`` with the spotlighted token's row outlined: the bars on
+    the left are that row.
+
+    Shapes
+    ------
+    ``x``: ``(T, D)``; ``labels``: ``T`` strings; ``position``: an index in ``[0, T)``.
+
+    Examples
+    --------
+    >>> fig = spotlight_attention([[1.0, 0.0], [0.0, 2.0]], ["a", "b"], position=1)
+    >>> fig.axes[1].get_title()
+    'All weights softmax(X Xᵀ)'
+    """
+    from matplotlib.patches import Rectangle
+
+    from selfattn_lib.attention import simple_self_attention
+
+    values = np.asarray(x, dtype=np.float64)
+    n_tokens = values.shape[0] if values.ndim == 2 else 0
+    fig = Figure(figsize=(4.0 + 1.1 * n_tokens, 0.25 * n_tokens + 3.2), layout="constrained")
+    left, right = fig.subplots(1, 2, width_ratios=(1.0, 1.15))
+    spotlight_weights(values, labels, position, ax=left)
+    _, weights = simple_self_attention(values)  # (T, T)
+    heatmap(
+        weights,
+        labels,
+        labels,
+        title="All weights softmax(X Xᵀ)",
+        colorbar_label="attention weight",
+        annotate=n_tokens <= 8,
+        ax=right,
+    )
+    right.add_patch(
+        Rectangle(
+            (-0.5, position - 0.5),
+            n_tokens,
+            1.0,
+            fill=False,
+            edgecolor=OKABE_ITO[4],
+            linewidth=3,
+        )
+    )
+    return fig
+
+
+# --- Chapter 5: scaling ---
+
+
+def scaling_effect(
+    d_k: int,
+    *,
+    n_keys: int = 8,
+    n_samples: int = 2000,
+    seed: int = 0,
+    axes: Sequence[Axes] | None = None,
+) -> Figure:
+    """Draw what dividing by ``√d_k`` does to scores and weights at one key dimension ``d_k``.
+
+    Left: histograms of ``n_samples`` dot products ``q·k`` of random vectors with independent
+    standard normal entries, unscaled and divided by ``√d_k`` (their standard deviations are
+    about ``√d_k`` and 1). Right: the softmax weights of one random query over ``n_keys``
+    random keys, unscaled and scaled, side by side. The draws depend only on ``seed`` and
+    ``d_k``, so the same ``d_k`` always gives the same figure.
+
+    Parameters
+    ----------
+    d_k
+        The size of the query and key vectors of one head (a positive integer).
+    axes
+        Two axes to draw into (histogram, weights), e.g. one column of small multiples;
+        by default a new figure with two panels.
+
+    Shapes
+    ------
+    Internally ``q``, ``k``: ``(n_samples, d_k)``; the query ``(d_k,)`` and keys
+    ``(n_keys, d_k)`` of the right panel.
+
+    Examples
+    --------
+    >>> fig = scaling_effect(64)
+    >>> fig.axes[0].get_title()
+    'd_k = 64: std of q·k 8.05 unscaled, 1.01 scaled'
+    """
+    # A local import keeps this chapter's section self-contained.
+    from selfattn_lib.softmax import softmax
+
+    if isinstance(d_k, bool) or not isinstance(d_k, (int, np.integer)) or d_k < 1:
+        raise ValueError(f"d_k must be a positive integer, got {d_k!r}")
+    if n_keys < 2 or n_samples < 2:
+        raise ValueError(
+            f"n_keys and n_samples must be at least 2, got n_keys={n_keys}, n_samples={n_samples}"
+        )
+    d_k = int(d_k)
+    rng = np.random.default_rng([seed, d_k])
+    q = rng.standard_normal((n_samples, d_k))  # (n_samples, d_k)
+    k = rng.standard_normal((n_samples, d_k))  # (n_samples, d_k)
+    unscaled = (q * k).sum(axis=-1)  # (n_samples,)
+    scaled = unscaled / np.sqrt(d_k)
+    query = rng.standard_normal(d_k)  # (d_k,)
+    keys = rng.standard_normal((n_keys, d_k))  # (n_keys, d_k)
+    query_scores = keys @ query  # (n_keys,)
+    weights_unscaled = softmax(query_scores)
+    weights_scaled = softmax(query_scores / np.sqrt(d_k))
+
+    if axes is None:
+        figure = Figure(figsize=(10.0, 3.6), layout="constrained")
+        hist_ax, bar_ax = figure.subplots(1, 2)
+    else:
+        hist_ax, bar_ax = axes
+        figure = hist_ax.figure
+    unscaled_colour, scaled_colour = OKABE_ITO[1], OKABE_ITO[0]
+
+    reach = 4.0 * max(float(np.sqrt(d_k)), 1.0)
+    bins = np.linspace(-reach, reach, 61)
+    hist_ax.hist(
+        np.clip(unscaled, -reach, reach),
+        bins=bins,
+        color=unscaled_colour,
+        alpha=0.6,
+        label="q·k (unscaled)",
+    )
+    hist_ax.hist(
+        np.clip(scaled, -reach, reach),
+        bins=bins,
+        color=scaled_colour,
+        alpha=0.6,
+        label="q·k / √d_k",
+    )
+    hist_ax.set_xlim(-reach, reach)
+    hist_ax.set_xlabel("score")
+    hist_ax.set_ylabel(f"count (of {n_samples})")
+    hist_ax.set_title(
+        f"d_k = {d_k}: std of q·k {unscaled.std():.2f} unscaled, {scaled.std():.2f} scaled",
+        fontsize=10,
+    )
+    hist_ax.legend(loc="upper left", fontsize=8)
+
+    positions = np.arange(n_keys)
+    width = 0.4
+    bar_ax.bar(
+        positions - width / 2,
+        weights_unscaled,
+        width,
+        color=unscaled_colour,
+        label=f"unscaled (max {weights_unscaled.max():.2f})",
+    )
+    bar_ax.bar(
+        positions + width / 2,
+        weights_scaled,
+        width,
+        color=scaled_colour,
+        label=f"scaled (max {weights_scaled.max():.2f})",
+    )
+    bar_ax.set_xticks(positions, labels=[f"k{j + 1}" for j in positions])
+    bar_ax.set_ylim(0.0, 1.3)
+    bar_ax.set_xlabel("key")
+    bar_ax.set_ylabel("softmax weight")
+    bar_ax.set_title(f"weights of one query over {n_keys} keys", fontsize=10)
+    bar_ax.legend(loc="upper right", fontsize=8)
+    return figure
+
+
+# --- Chapter 6: masks ---
+
+MASK_KINDS: tuple[str, ...] = ("none", "padding", "causal", "both")
+
+
+def mask_and_weights(
+    scores: np.ndarray,
+    tokens: Sequence[Sequence[str]],
+    lengths: Sequence[int],
+    kind: str,
+    *,
+    axes: Sequence[Axes] | None = None,
+) -> Figure:
+    """Draw, for each sequence of a padded batch, its mask of ``kind`` and the masked weights.
+
+    ``kind`` is ``"none"``, ``"padding"`` (keys beyond ``lengths[b]`` hidden), ``"causal"``
+    (no key after the query) or ``"both"``. Per sequence two heatmaps are drawn side by side:
+    the boolean mask (1 = may attend) and the attention weights
+    ``softmax(where(mask, scores, -inf))``, with zeros for a query that may attend to nothing.
+
+    Shapes
+    ------
+    ``scores``: ``(B, T, T)``; ``tokens``: ``B`` lists of ``T`` labels (padding included);
+    ``lengths``: ``(B,)``; ``axes``: ``2 B`` axes (mask, weights, mask, weights, …).
+
+    Examples
+    --------
+    >>> scores = np.zeros((1, 3, 3))
+    >>> fig = mask_and_weights(scores, [["a", "b", "<pad>"]], [2], "both")
+    >>> fig.axes[1].images[0].get_array()[2].round(2).tolist()  # the weights of query <pad>
+    [0.5, 0.5, 0.0]
+    """
+    # Local imports keep this chapter's section self-contained.
+    from selfattn_lib.masks import causal_mask, combine_masks, padding_mask
+    from selfattn_lib.softmax import softmax
+
+    values = np.asarray(scores, dtype=np.float64)
+    if values.ndim != 3 or values.shape[1] != values.shape[2]:
+        raise ValueError(f"scores must have shape (B, T, T), got shape {values.shape}")
+    n_seq, t = values.shape[:2]
+    if len(tokens) != n_seq or any(len(row) != t for row in tokens):
+        raise ValueError(f"tokens must be {n_seq} lists of {t} labels to fit scores {values.shape}")
+    if kind not in MASK_KINDS:
+        raise ValueError(f"kind must be one of {MASK_KINDS}, got {kind!r}")
+    lengths = np.asarray(lengths)
+    if lengths.shape != (n_seq,):
+        raise ValueError(f"lengths must have shape (B,) = ({n_seq},), got shape {lengths.shape}")
+
+    parts = [np.ones((t, t), dtype=bool)]  # (T, T): "none" allows everything
+    if kind in ("padding", "both"):
+        parts.append(padding_mask(lengths, max_len=t))  # (B, 1, T)
+    if kind in ("causal", "both"):
+        parts.append(causal_mask(t))  # (T, T)
+    mask = np.broadcast_to(combine_masks(*parts), values.shape)  # (B, T, T)
+    weights = softmax(np.where(mask, values, -np.inf), axis=-1)  # (B, T, T)
+
+    if axes is None:
+        fig = Figure(figsize=(3.9 * 2 * n_seq, 0.45 * t + 2.0), layout="constrained")
+        axes = fig.subplots(1, 2 * n_seq).ravel()
+    if len(axes) != 2 * n_seq:
+        raise ValueError(f"axes must hold 2 * B = {2 * n_seq} axes, got {len(axes)}")
+    for b in range(n_seq):
+        heatmap(
+            mask[b].astype(float),
+            tokens[b],
+            tokens[b],
+            title=f"mask: {kind} (length {lengths[b]})",
+            colorbar_label="1 = may attend",
+            fmt=".0f",
+            ax=axes[2 * b],
+        )
+        heatmap(
+            weights[b],
+            tokens[b],
+            tokens[b],
+            title="attention weights",
+            colorbar_label="weight",
+            ax=axes[2 * b + 1],
+        )
+    return axes[0].figure
+
+
+# --- Chapter 4: queries, keys and values ---
+
+
+def projected_attention_weights(
+    x: Sequence[Sequence[float]],
+    w_q: Sequence[Sequence[float]],
+    w_k: Sequence[Sequence[float]],
+    labels: Sequence[str],
+    *,
+    query_scale: float = 1.0,
+    ax: Axes | None = None,
+) -> Figure:
+    """Draw the attention weights ``softmax((X · s W_Q)(X W_K)ᵀ / √d_k)`` as a heatmap.
+
+    ``query_scale`` (``s``) multiplies the query projection: 0 makes every query the zero
+    vector (uniform weights), larger values sharpen every row, as a lower temperature would.
+
+    Shapes
+    ------
+    ``x``: ``(T, D)``; ``w_q``, ``w_k``: ``(D, d_k)``; ``labels``: ``T`` strings.
+
+    Examples
+    --------
+    >>> x = [[1.0, 0.0], [0.0, 1.0]]
+    >>> fig = projected_attention_weights(x, [[1.0], [0.0]], [[1.0], [0.0]], ["a", "b"])
+    >>> fig.axes[0].get_title()
+    'weights with 1.0 × W_Q'
+    """
+    from selfattn_lib.softmax import softmax
+
+    x = np.asarray(x, dtype=np.float64)
+    w_q = np.asarray(w_q, dtype=np.float64)
+    w_k = np.asarray(w_k, dtype=np.float64)
+    if x.ndim != 2 or w_q.ndim != 2 or w_k.ndim != 2:
+        raise ValueError("x, w_q and w_k must be matrices (T, D), (D, d_k), (D, d_k)")
+    if w_q.shape != w_k.shape or w_q.shape[0] != x.shape[1]:
+        raise ValueError(
+            f"w_q {w_q.shape} and w_k {w_k.shape} must both be (D, d_k) with D = {x.shape[1]}"
+        )
+    queries = x @ (query_scale * w_q)  # (T, d_k)
+    keys = x @ w_k  # (T, d_k)
+    weights = softmax(queries @ keys.T / np.sqrt(w_q.shape[1]), axis=-1)  # (T, T)
+    figure = heatmap(
+        weights,
+        labels,
+        labels,
+        title=f"weights with {query_scale:.1f} × W_Q",
+        colorbar_label="attention weight",
+        ax=ax,
+    )
+    axes = ax if ax is not None else figure.axes[0]
+    image = axes.images[0]
+    image.set_clim(0.0, 1.0)  # the same colours for every scale, so panels compare
+    for text, value in zip(axes.texts, weights.ravel(), strict=True):
+        red, green, blue, _ = image.cmap(image.norm(value))  # recolour for the new limits
+        text.set_color("black" if 0.2126 * red + 0.7152 * green + 0.0722 * blue > 0.5 else "white")
+    return figure

@@ -233,7 +233,8 @@ def test_matches_torch_scaled_dot_product_attention(shapes, seed, use_mask, scal
     mask = random_mask(data.draw(broadcast_shapes_for(scores_shape)), rng) if use_mask else None
     output, weights = scaled_dot_product_attention(q, k, v, mask, scale)
     expected_output, expected_weights = torch_attention(q, k, v, mask, scale)
-    # torch gives NaN for a query with nothing to attend to: compare the other rows only.
+    # torch's softmax weights are NaN for a query with nothing to attend to: compare the
+    # other rows only.
     allowed = (
         np.ones(scores_shape, dtype=bool) if mask is None else np.broadcast_to(mask, scores_shape)
     )

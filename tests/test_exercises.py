@@ -561,3 +561,626 @@ def test_ch2_log_sum_exp_names_typical_mistakes():
         "shifts_only_large_scores([-1000.0, -1000.0])",
         "underflow",
     )
+
+
+# --- Chapter 6: masks ---
+
+
+def ch6_look_back_mask(t, window):
+    offset = np.arange(t)[:, None] - np.arange(t)[None, :]  # i - j
+    return (offset >= 0) & (offset < window)
+
+
+def ch6_left_padding_mask(lengths, max_len):
+    return (np.arange(max_len) >= max_len - lengths[:, None])[:, None, :]
+
+
+def ch6_masked_attention(q, k, v, mask, *, fill=-np.inf, safe=True, scale=True):
+    scores = q @ np.swapaxes(k, -1, -2)
+    if scale:
+        scores = scores / np.sqrt(q.shape[-1])
+    scores = np.where(mask, scores, fill)
+    largest = scores.max(axis=-1, keepdims=True)
+    if safe:
+        largest = np.where(np.isneginf(largest), 0.0, largest)
+    exponentials = np.exp(scores - largest)
+    totals = exponentials.sum(axis=-1, keepdims=True)
+    if safe:
+        weights = np.divide(exponentials, totals, out=np.zeros_like(exponentials), where=totals > 0)
+    else:
+        weights = exponentials / totals
+    return weights @ v, weights
+
+
+def ch6_stub(*args):
+    raise NotImplementedError
+
+
+CH6_CHECKERS = {
+    "look_back_mask": (exercises.check_look_back_mask, ch6_look_back_mask),
+    "left_padding_mask": (exercises.check_left_padding_mask, ch6_left_padding_mask),
+    "masked_attention": (exercises.check_masked_attention, ch6_masked_attention),
+}
+
+
+@pytest.mark.parametrize("name", CH6_CHECKERS)
+def test_ch6_reference_solutions_pass(name):
+    checker, solution = CH6_CHECKERS[name]
+    feedback = checker(solution)
+    assert feedback.passed and feedback.attempted, feedback.message
+
+
+@pytest.mark.parametrize("name", CH6_CHECKERS)
+def test_ch6_untouched_stubs_are_not_attempted(name):
+    checker, _ = CH6_CHECKERS[name]
+    feedback = checker(ch6_stub)
+    assert not feedback.passed and not feedback.attempted
+    assert "raise NotImplementedError" in feedback.message
+
+
+def assert_ch6_mistake(feedback, *fragments):
+    assert feedback.attempted and not feedback.passed, feedback
+    for fragment in fragments:
+        assert fragment in feedback.message, feedback.message
+
+
+@pytest.mark.parametrize("name", CH6_CHECKERS)
+def test_ch6_messages_use_the_learners_function_name(name):
+    checker, _ = CH6_CHECKERS[name]
+
+    def my_answer(*args):
+        return None
+
+    message = checker(my_answer).message
+    assert "my_answer(" in message and ("forget the `return`" in message or "pair" in message)
+
+
+def ch6_band(t, low, high):
+    offset = np.arange(t)[:, None] - np.arange(t)[None, :]
+    return (offset >= low) & (offset <= high)
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (lambda t, w: ch6_band(t, 1, w - 1), ["False on the diagonal", "k=-1"]),
+        (lambda t, w: ~ch6_look_back_mask(t, w), ["'True = ignore' convention"]),
+        (lambda t, w: ch6_band(t, -w + 1, w - 1), ["FUTURE key"]),
+        (lambda t, w: ch6_band(t, 0, w), ["one too many"]),
+        (lambda t, w: ch6_band(t, 0, w - 2), ["one too few"]),
+        (lambda t, w: ch6_look_back_mask(t, w).astype(int), ["dtype int64", "must be boolean"]),
+    ],
+)
+def test_ch6_look_back_mask_names_typical_mistakes(answer, fragments):
+    assert_ch6_mistake(exercises.check_look_back_mask(answer), *fragments)
+
+
+def ch6_left(lengths, m, shift=0):
+    return np.arange(m) >= m - lengths[:, None] + shift
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (lambda lengths, m: ch6_left(lengths, m), ["(B, T_k)", "[:, None, :]"]),
+        (lambda lengths, m: ch6_left(lengths, m)[:, :, None], ["(B, T_k, 1)"]),
+        (lambda lengths, m: ~ch6_left(lengths, m)[:, None, :], ["True on the padding"]),
+        (
+            lambda lengths, m: (np.arange(m) < lengths[:, None])[:, None, :],
+            ["RIGHT-padded batch"],
+        ),
+        (lambda lengths, m: ch6_left(lengths, m, 1)[:, None, :], ["hides the first real token"]),
+        (lambda lengths, m: ch6_left(lengths, m, -1)[:, None, :], ["one padding position too"]),
+    ],
+)
+def test_ch6_left_padding_mask_names_typical_mistakes(answer, fragments):
+    assert_ch6_mistake(exercises.check_left_padding_mask(answer), *fragments)
+
+
+def ch6_mask_after_softmax(q, k, v, mask):
+    _, weights = ch6_masked_attention(q, k, v, np.ones(1, dtype=bool))
+    weights = weights * mask
+    return weights @ v, weights
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (lambda q, k, v, m: ch6_masked_attention(q, k, v, m, fill=-1e9), ["-1e9 leak", "1/5"]),
+        (lambda q, k, v, m: ch6_masked_attention(q, k, v, m, safe=False), ["NaN", "0 by 0"]),
+        (ch6_mask_after_softmax, ["AFTER the softmax"]),
+        (lambda q, k, v, m: ch6_masked_attention(q, k, v, ~m), ["inverted"]),
+        (lambda q, k, v, m: ch6_masked_attention(q, k, v, m, scale=False), ["√d_k"]),
+        (lambda q, k, v, m: ch6_masked_attention(q, k, v, m)[1], ["pair (output, weights)"]),
+    ],
+)
+def test_ch6_masked_attention_names_typical_mistakes(answer, fragments):
+    assert_ch6_mistake(exercises.check_masked_attention(answer), *fragments)
+
+
+def test_ch6_masked_attention_checker_keeps_warnings_quiet(recwarn):
+    exercises.check_masked_attention(
+        lambda q, k, v, m: ch6_masked_attention(q, k, v, m, safe=False)
+    )
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+# --- Chapter 4: queries, keys and values ---
+
+
+def ch4_softmax(scores, axis=-1):
+    exponentials = np.exp(scores - scores.max(axis=axis, keepdims=True))
+    return exponentials / exponentials.sum(axis=axis, keepdims=True)
+
+
+def ch4_one_query_attention(x, i, w_q, w_k, w_v, divide_by=None):
+    q, k, v = x[i] @ w_q, x @ w_k, x @ w_v  # (d_k,), (T, d_k), (T, d_v)
+    scores = k @ q / (np.sqrt(len(q)) if divide_by is None else divide_by)
+    weights = ch4_softmax(scores)
+    return weights @ v, weights
+
+
+def ch4_design_projections():
+    return np.array([[0.0], [0.0], [0.0], [5.0]]), np.array([[0.0], [1.0], [-1.0], [0.0]])
+
+
+def ch4_cross_attention(x_q, x_kv, w_q, w_k, w_v, axis=-1):
+    q, k, v = x_q @ w_q, x_kv @ w_k, x_kv @ w_v
+    weights = ch4_softmax(q @ k.T / np.sqrt(q.shape[-1]), axis=axis)
+    return weights @ v, weights
+
+
+def ch4_stub(*args):
+    raise NotImplementedError
+
+
+CH4_CHECKERS = {
+    "one_query_attention": (exercises.check_one_query_attention, ch4_one_query_attention),
+    "design_projections": (exercises.check_design_projections, ch4_design_projections),
+    "cross_attention": (exercises.check_cross_attention, ch4_cross_attention),
+}
+
+
+@pytest.mark.parametrize("name", CH4_CHECKERS)
+def test_ch4_reference_solutions_pass_and_stubs_are_not_attempted(name):
+    checker, solution = CH4_CHECKERS[name]
+    feedback = checker(solution)
+    assert feedback.passed and feedback.attempted, feedback.message
+    stub = checker(ch4_stub)
+    assert not stub.passed and not stub.attempted
+    assert "raise NotImplementedError" in stub.message
+
+
+def assert_ch4_mistake(feedback, *fragments):
+    assert feedback.attempted and not feedback.passed, feedback
+    for fragment in fragments:
+        assert fragment in feedback.message, feedback.message
+
+
+def test_ch4_one_query_attention_names_the_scaling_mistakes():
+    def unscaled(x, i, w_q, w_k, w_v):
+        return ch4_one_query_attention(x, i, w_q, w_k, w_v, divide_by=1.0)
+
+    def by_d_k(x, i, w_q, w_k, w_v):
+        return ch4_one_query_attention(x, i, w_q, w_k, w_v, divide_by=w_q.shape[1])
+
+    def by_sqrt_d(x, i, w_q, w_k, w_v):
+        return ch4_one_query_attention(x, i, w_q, w_k, w_v, divide_by=np.sqrt(x.shape[1]))
+
+    check = exercises.check_one_query_attention
+    assert_ch4_mistake(check(unscaled), "unscaled(x, 0, w_q, w_k, w_v)", "did not divide")
+    assert_ch4_mistake(check(by_d_k), "divided the scores by d_k = 3 instead of √d_k")
+    assert_ch4_mistake(check(by_sqrt_d), "√D = √4 (the token size)")
+
+
+def test_ch4_one_query_attention_names_order_and_role_mistakes():
+    def w_times_x(x, i, w_q, w_k, w_v):
+        q, k, v = w_q @ x[i], w_k @ x, w_v @ x
+        weights = ch4_softmax(k @ q / np.sqrt(len(q)))
+        return weights @ v, weights
+
+    def swapped(x, i, w_q, w_k, w_v):
+        return ch4_one_query_attention(x, i, w_k, w_q, w_v)
+
+    def unweighted(x, i, w_q, w_k, w_v):
+        _, weights = ch4_one_query_attention(x, i, w_q, w_k, w_v)
+        return (x @ w_v).sum(axis=0), weights
+
+    check = exercises.check_one_query_attention
+    assert_ch4_mistake(check(w_times_x), "ValueError", "the projection is x @ w")
+    assert_ch4_mistake(check(swapped), "use W_K for the query and W_Q for the keys")
+    assert_ch4_mistake(check(unweighted), "ignores the weights")
+    assert_ch4_mistake(check(lambda *a: 3), "must return a pair (output, weights)")
+
+
+def test_ch4_design_projections_names_shape_and_strength_mistakes():
+    check = exercises.check_design_projections
+    transposed = check(lambda: (np.ones((1, 4)), np.ones((1, 4))))
+    assert_ch4_mistake(transposed, "shape (1, 4) (it looks transposed)", "needs 4 rows")
+    unequal = check(lambda: (np.ones((4, 3)), np.ones((4, 2))))
+    assert_ch4_mistake(unequal, "w_q has 3 columns and w_k has 2", "same length d_k")
+    too_weak = check(
+        lambda: (np.array([[0.0], [0], [0], [1.0]]), np.array([[0.0], [1], [-1], [0]]))
+    )
+    assert_ch4_mistake(too_weak, "x3 gets 0.576, not 0.9", "x1 attends most to x3")
+    identity = check(lambda: (np.eye(4), np.eye(4)))
+    assert_ch4_mistake(identity, "x1 attends most to x1")
+
+
+def test_ch4_cross_attention_names_axis_and_source_mistakes():
+    def self_attention(x_q, x_kv, w_q, w_k, w_v):
+        return ch4_cross_attention(x_q, x_q, w_q, w_k, w_v)
+
+    def wrong_axis(x_q, x_kv, w_q, w_k, w_v):
+        return ch4_cross_attention(x_q, x_kv, w_q, w_k, w_v, axis=0)
+
+    def transposed(x_q, x_kv, w_q, w_k, w_v):
+        output, weights = ch4_cross_attention(x_q, x_kv, w_q, w_k, w_v)
+        return output, weights.T
+
+    check = exercises.check_cross_attention
+    assert_ch4_mistake(check(self_attention), "= (T_q, T_q)", "must come from x_kv")
+    assert_ch4_mistake(check(wrong_axis), "columns summing to 1", "axis=-1")
+    assert_ch4_mistake(check(transposed), "= (T_k, T_q)", "one row per QUERY")
+
+
+# --- Chapter 3: self-attention without weights ---
+
+
+def ch3_stable_softmax(scores, axis=-1):
+    exponentials = np.exp(scores - scores.max(axis=axis, keepdims=True))
+    return exponentials / exponentials.sum(axis=axis, keepdims=True)
+
+
+def ch3_spotlight_output(x, position):
+    return ch3_stable_softmax(x @ x[position]) @ x
+
+
+def ch3_batched_self_attention(x):
+    weights = ch3_stable_softmax(x @ x.transpose(0, 2, 1), axis=-1)
+    return weights @ x, weights
+
+
+def ch3_attends_most_to_itself(x):
+    scores = x @ x.T
+    return np.diag(scores) >= scores.max(axis=-1)
+
+
+def ch3_stub(*args):
+    raise NotImplementedError
+
+
+CH3_CHECKERS = {
+    "spotlight_output": (exercises.check_spotlight_output, ch3_spotlight_output),
+    "batched_self_attention": (
+        exercises.check_batched_self_attention,
+        ch3_batched_self_attention,
+    ),
+    "attends_most_to_itself": (
+        exercises.check_attends_most_to_itself,
+        ch3_attends_most_to_itself,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", CH3_CHECKERS)
+def test_ch3_reference_solutions_pass(name):
+    checker, solution = CH3_CHECKERS[name]
+    feedback = checker(solution)
+    assert feedback.passed and feedback.attempted, feedback.message
+
+
+@pytest.mark.parametrize("name", CH3_CHECKERS)
+def test_ch3_untouched_stubs_are_not_attempted(name):
+    checker, _ = CH3_CHECKERS[name]
+    feedback = checker(ch3_stub)
+    assert not feedback.passed and not feedback.attempted
+    assert "raise NotImplementedError" in feedback.message
+
+
+def assert_ch3_mistake(feedback, *fragments):
+    assert feedback.attempted and not feedback.passed, feedback
+    for fragment in fragments:
+        assert fragment in feedback.message, feedback.message
+
+
+def test_ch3_spotlight_output_names_typical_mistakes():
+    checker = exercises.check_spotlight_output
+
+    def my_output(x, position):
+        return None
+
+    assert_ch3_mistake(checker(my_output), "my_output(x, 0)", "forget the `return`")
+    assert_ch3_mistake(checker(lambda x, p: (x @ x[p]) @ x), "raw scores as weights")
+    assert_ch3_mistake(checker(lambda x, p: np.exp(x @ x[p]) @ x), "without dividing")
+    assert_ch3_mistake(
+        checker(lambda x, p: ch3_stable_softmax(x @ x[p]) @ (x @ x[p])),
+        "returned a single number",
+        "not of their scores",
+    )
+    assert_ch3_mistake(
+        checker(lambda x, p: ch3_stable_softmax(x @ x[p])), "returned 5 numbers", "weights"
+    )
+    assert_ch3_mistake(checker(lambda x, p: x.mean(axis=0)), "plain average")
+    assert_ch3_mistake(checker(lambda x, p: x[p] + 0.0), "own vector")
+
+    def naive(x, position):
+        weights = np.exp(x @ x[position])
+        return (weights / weights.sum()) @ x
+
+    assert_ch3_mistake(checker(naive), "overflows", "Subtract the largest score")
+
+
+def test_ch3_batched_self_attention_names_typical_mistakes():
+    checker = exercises.check_batched_self_attention
+
+    def wrong_axis(x):
+        weights = ch3_stable_softmax(x @ x.transpose(0, 2, 1), axis=-2)
+        return weights @ x, weights
+
+    assert_ch3_mistake(checker(wrong_axis), "COLUMNS", "axis=-1")
+
+    def full_transpose(x):
+        weights = ch3_stable_softmax(x @ x.T)
+        return weights @ x, weights
+
+    assert_ch3_mistake(checker(full_transpose), "reverses ALL the axes", "swapaxes")
+
+    def no_keepdims(x):
+        exponentials = np.exp(x @ x.transpose(0, 2, 1))
+        weights = exponentials / exponentials.sum()
+        return weights @ x, weights
+
+    assert_ch3_mistake(checker(no_keepdims), "do not sum to one")
+
+    def transposed_weights(x):
+        _, weights = ch3_batched_self_attention(x)
+        return weights.transpose(0, 2, 1) @ x, weights
+
+    assert_ch3_mistake(checker(transposed_weights), "transposed weights")
+    assert_ch3_mistake(checker(lambda x: ch3_batched_self_attention(x)[0]), "pair (output")
+
+    def naive(x):
+        exponentials = np.exp(x @ x.transpose(0, 2, 1))
+        weights = exponentials / exponentials.sum(axis=-1, keepdims=True)
+        return weights @ x, weights
+
+    assert_ch3_mistake(checker(naive), "overflow", "maximum")
+
+
+def test_ch3_attends_most_to_itself_names_typical_mistakes():
+    checker = exercises.check_attends_most_to_itself
+
+    def strict(x):
+        scores = x @ x.T
+        return np.diag(scores) > scores.max(axis=-1)
+
+    assert_ch3_mistake(checker(strict), "no token attends most to itself", ">=")
+
+    def by_argmax(x):
+        return np.argmax(x @ x.T, axis=-1) == np.arange(len(x))
+
+    assert_ch3_mistake(checker(by_argmax), "positions [4]", "argmax picks only the FIRST")
+
+    def by_column(x):
+        weights = ch3_stable_softmax(x @ x.T)
+        return np.diag(weights) >= weights.max(axis=0)
+
+    assert_ch3_mistake(checker(by_column), "COLUMN")
+    assert_ch3_mistake(
+        checker(lambda x: ch3_attends_most_to_itself(x).astype(int)), "expected booleans"
+    )
+    assert_ch3_mistake(checker(lambda x: np.ones(len(x), dtype=bool)), "positions [0, 3]")
+
+
+# --- Chapter 5: scaling ---
+
+
+def ch5_score_scale(d_k, entry_variance, target_variance):
+    return np.sqrt(target_variance) / (entry_variance * np.sqrt(d_k))
+
+
+def ch5_softmax_jacobian(scores):
+    from selfattn_lib.softmax import softmax
+
+    weights = softmax(scores)
+    return np.diag(weights) - np.outer(weights, weights)
+
+
+def ch5_saturation_dimension(n_keys, threshold, rng, statistic=np.median):
+    from selfattn_lib.softmax import softmax
+
+    for d_k in (2**n for n in range(13)):
+        q = rng.standard_normal((2000, 1, d_k))
+        k = rng.standard_normal((2000, n_keys, d_k))
+        top = softmax((q * k).sum(axis=-1), axis=-1).max(axis=-1)
+        if statistic(top) > threshold:
+            return d_k
+    return None
+
+
+def ch5_stub(*args):
+    raise NotImplementedError
+
+
+CH5_CHECKERS = {
+    "score_scale": (exercises.check_score_scale, ch5_score_scale),
+    "softmax_jacobian": (exercises.check_softmax_jacobian, ch5_softmax_jacobian),
+    "saturation_dimension": (exercises.check_saturation_dimension, ch5_saturation_dimension),
+}
+
+
+def assert_ch5_mistake(feedback, *fragments):
+    assert feedback.attempted and not feedback.passed, feedback
+    for fragment in fragments:
+        assert fragment in feedback.message, feedback.message
+
+
+@pytest.mark.parametrize("name", CH5_CHECKERS)
+def test_ch5_checkers_pass_the_reference_and_report_the_stub(name):
+    checker, reference = CH5_CHECKERS[name]
+    assert checker(reference).passed, checker(reference)
+    stub = checker(ch5_stub)
+    assert not stub.attempted and "Not attempted yet" in repr(stub)
+
+
+def test_ch5_score_scale_names_typical_mistakes():
+    check = exercises.check_score_scale
+
+    def only_root_d_k(d_k, entry_variance, target_variance):
+        return 1 / np.sqrt(d_k)
+
+    assert_ch5_mistake(check(only_root_d_k), "only_root_d_k(16, 4, 1)", "s² and the target")
+
+    def variance_s2(d_k, entry_variance, target_variance):
+        return np.sqrt(target_variance / (d_k * entry_variance))
+
+    assert_ch5_mistake(check(variance_s2), "s² · s² = s⁴")
+
+    def no_root(d_k, entry_variance, target_variance):
+        return target_variance / (d_k * entry_variance**2)
+
+    assert_ch5_mistake(check(no_root), "multiplies their variance by c²")
+
+    def divisor(d_k, entry_variance, target_variance):
+        return entry_variance * np.sqrt(d_k) / np.sqrt(target_variance)
+
+    assert_ch5_mistake(check(divisor), "number to DIVIDE the scores by")
+    assert_ch5_mistake(check(lambda d, s2, t: 0.5), "have variance", "c² d_k s⁴")
+
+
+def test_ch5_softmax_jacobian_names_typical_mistakes():
+    from selfattn_lib.softmax import softmax
+
+    check = exercises.check_softmax_jacobian
+
+    def diagonal_only(scores):
+        return np.diag(softmax(scores))
+
+    assert_ch5_mistake(check(diagonal_only), "diagonal_only([1.0, 2.0, 3.0])", "np.outer(w, w)")
+
+    def no_off_diagonal(scores):
+        weights = softmax(scores)
+        return np.diag(weights * (1 - weights))
+
+    assert_ch5_mistake(check(no_off_diagonal), "off-diagonal entries are −w_i w_j")
+
+    def broadcast_square(scores):
+        weights = softmax(scores)
+        return np.diag(weights) - weights * weights
+
+    assert_ch5_mistake(check(broadcast_square), "broadcasts the vector of squares")
+
+    def flipped(scores):
+        return -ch5_softmax_jacobian(scores)
+
+    assert_ch5_mistake(check(flipped), "the sign is flipped")
+
+    def naive(scores):
+        weights = np.exp(scores) / np.exp(scores).sum()
+        return np.diag(weights) - np.outer(weights, weights)
+
+    assert_ch5_mistake(check(naive), "[1000.0, 999.0, 990.0]", "NaN", "stable softmax")
+    assert_ch5_mistake(check(softmax), "returned shape (3,), one number per score")
+
+
+def test_ch5_saturation_dimension_names_typical_mistakes():
+    check = exercises.check_saturation_dimension
+
+    def with_mean(n_keys, threshold, rng):
+        return ch5_saturation_dimension(n_keys, threshold, rng, statistic=np.mean)
+
+    assert_ch5_mistake(check(with_mean), "with_mean(8, 0.75, rng) returned 32", "the MEAN")
+
+    def scaled(n_keys, threshold, rng):
+        from selfattn_lib.softmax import softmax
+
+        for d_k in (2**n for n in range(13)):
+            q = rng.standard_normal((2000, 1, d_k))
+            k = rng.standard_normal((2000, n_keys, d_k))
+            top = softmax((q * k).sum(axis=-1) / np.sqrt(d_k), axis=-1).max(axis=-1)
+            if np.median(top) > threshold:
+                return d_k
+        return None
+
+    assert_ch5_mistake(check(scaled), "returned None", "UNSCALED")
+
+    def one_too_late(n_keys, threshold, rng):
+        return 2 * ch5_saturation_dimension(n_keys, threshold, rng)
+
+    assert_ch5_mistake(check(one_too_late), "returned 32", "FIRST d_k")
+
+    def one_too_early(n_keys, threshold, rng):
+        return ch5_saturation_dimension(n_keys, threshold, rng) // 2
+
+    assert_ch5_mistake(check(one_too_early), "returned 8", "is only about")
+    assert_ch5_mistake(check(lambda n, t, rng: 100), "one of d_k = 1, 2, 4")
+
+
+def ch3_unshuffle(shuffled, order):
+    return shuffled[np.argsort(order)]
+
+
+def test_ch3_unshuffle_passes_both_inverses_and_names_typical_mistakes():
+    checker = exercises.check_unshuffle
+    assert checker(ch3_unshuffle).passed
+
+    def by_assignment(shuffled, order):
+        original = np.empty_like(shuffled)
+        original[order] = shuffled
+        return original
+
+    assert checker(by_assignment).passed
+    assert not checker(ch3_stub).attempted
+    assert_ch3_mistake(checker(lambda s, o: s[o]), "a second time", "np.argsort(order)")
+    assert_ch3_mistake(checker(lambda s, o: s + 0.0), "shuffled rows unchanged")
+    assert_ch3_mistake(checker(lambda s, o: s[:3]), "returned shape (3, 3), expected (5, 3)")
+
+    def my_unshuffle(shuffled, order):
+        return None
+
+    assert_ch3_mistake(checker(my_unshuffle), "my_unshuffle(shuffled", "forget the `return`")
+
+
+def ch6_mha_attn_mask(mask, n_heads):
+    return np.repeat(~mask, n_heads, axis=0)
+
+
+def test_ch6_mha_attn_mask_reference_and_stub():
+    assert exercises.check_mha_attn_mask(ch6_mha_attn_mask).passed
+    feedback = exercises.check_mha_attn_mask(ch6_stub)
+    assert not feedback.attempted and "raise NotImplementedError" in feedback.message
+
+
+def test_ch6_mha_attn_mask_matches_torch_multihead_attention():
+    torch = pytest.importorskip("torch")
+    from selfattn_lib.multihead import MultiHeadParams, multi_head_attention
+
+    rng = np.random.default_rng(0)
+    params = MultiHeadParams.init(4, rng, bias=False)
+    x = rng.normal(size=(2, 3, 4))
+    mask = np.tril(np.ones((3, 3), dtype=bool)) & (np.arange(3) < np.array([3, 1])[:, None, None])
+    mha = torch.nn.MultiheadAttention(4, 2, bias=False, batch_first=True, dtype=torch.float64)
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(
+            torch.from_numpy(np.concatenate([params.w_q.T, params.w_k.T, params.w_v.T]))
+        )
+        mha.out_proj.weight.copy_(torch.from_numpy(params.w_o.T))
+        xt = torch.from_numpy(x)
+        theirs, _ = mha(xt, xt, xt, attn_mask=torch.from_numpy(ch6_mha_attn_mask(mask, 2)))
+    ours, _ = multi_head_attention(x, x, params, n_heads=2, mask=mask)
+    np.testing.assert_allclose(ours, theirs.numpy(), atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (lambda m, h: np.repeat(m, h, axis=0), ["True means IGNORE"]),
+        (lambda m, h: np.tile(~m, (h, 1, 1)), ["wrong order", "np.repeat"]),
+        (lambda m, h: ~m, ["(B, T_q, T_k)", "B * H"]),
+        (lambda m, h: np.repeat(~m[:, None], h, axis=1), ["(B, H, T_q, T_k)"]),
+        (lambda m, h: np.repeat(~m, h, axis=0).astype(int), ["must be boolean"]),
+    ],
+)
+def test_ch6_mha_attn_mask_names_typical_mistakes(answer, fragments):
+    assert_ch6_mistake(exercises.check_mha_attn_mask(answer), *fragments)

@@ -192,3 +192,191 @@ def test_ch2_temperature_weights_rejects_a_matrix_and_draws_into_given_axes():
     left, right = fig.subplots(1, 2)
     assert plotting.temperature_weights([1.0, 2.0], ["a", "b"], 2.0, ax=right) is fig
     assert len(left.patches) == 0 and right.get_title() == "τ = 2"
+
+
+# --- Chapter 3: self-attention without weights ---
+
+
+def test_ch3_spotlight_weights_draws_one_row_of_the_weights_and_marks_the_spotlight():
+    from selfattn_lib.attention import simple_self_attention
+
+    x = np.array([[1.0, 0.0], [3.0, 0.0], [0.0, 1.0]])
+    fig = plotting.spotlight_weights(x, ["a", "b", "c"], position=0)
+    ax = fig.axes[0]
+    heights = [patch.get_height() for patch in ax.patches]
+    np.testing.assert_allclose(heights, simple_self_attention(x)[1][0], rtol=1e-12)
+    assert [label.get_text() for label in ax.get_xticklabels()] == ["a", "b", "c"]
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("key token", "attention weight")
+    assert ax.get_title() == '"a" (position 0) attends to'
+    colours = [patch.get_facecolor() for patch in ax.patches]
+    assert colours[0] != colours[1] and colours[1] == colours[2]
+
+
+@pytest.mark.parametrize("position", [-1, 3])
+def test_ch3_spotlight_weights_rejects_a_position_outside_the_sequence(position):
+    with pytest.raises(ValueError, match=r"position must be in \[0, 3\)"):
+        plotting.spotlight_weights(np.eye(3), ["a", "b", "c"], position)
+
+
+def test_ch3_spotlight_weights_rejects_a_batch_and_draws_into_given_axes():
+    with pytest.raises(ValueError, match=r"shape \(T, D\), got shape \(1, 2, 2\)"):
+        plotting.spotlight_weights(np.ones((1, 2, 2)), ["a", "b"], 0)
+    fig = Figure()
+    ax = fig.add_subplot()
+    assert plotting.spotlight_weights(np.eye(2), ["a", "b"], 1, ax=ax) is fig
+
+
+def test_ch3_spotlight_attention_pairs_the_bars_with_the_outlined_heatmap_row():
+    from selfattn_lib.attention import simple_self_attention
+
+    x = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]])
+    fig = plotting.spotlight_attention(x, ["a", "b", "c"], position=2)
+    bars, matrix, colorbar = fig.axes
+    np.testing.assert_allclose(
+        [patch.get_height() for patch in bars.patches], simple_self_attention(x)[1][2]
+    )
+    np.testing.assert_allclose(matrix.images[0].get_array(), simple_self_attention(x)[1])
+    assert [label.get_text() for label in matrix.get_yticklabels()] == ["a", "b", "c"]
+    outline = matrix.patches[-1]
+    assert outline.get_xy() == (-0.5, 1.5) and outline.get_width() == 3
+    assert colorbar.get_ylabel() == "attention weight"
+
+
+# --- Chapter 5: scaling ---
+
+
+def test_ch5_scaling_effect_shows_the_spread_and_the_weights_of_one_query():
+    fig = plotting.scaling_effect(64, n_keys=5, n_samples=500, seed=1)
+    hist_ax, bar_ax = fig.axes
+    assert hist_ax.get_title().startswith("d_k = 64: std of q·k ")
+    assert (hist_ax.get_xlabel(), bar_ax.get_xlabel(), bar_ax.get_ylabel()) == (
+        "score",
+        "key",
+        "softmax weight",
+    )
+    assert [label.get_text() for label in bar_ax.get_xticklabels()] == [
+        "k1",
+        "k2",
+        "k3",
+        "k4",
+        "k5",
+    ]
+    heights = np.array([patch.get_height() for patch in bar_ax.patches])
+    unscaled, scaled = heights[:5], heights[5:]
+    np.testing.assert_allclose([unscaled.sum(), scaled.sum()], [1.0, 1.0])
+    assert unscaled.max() > scaled.max()  # dividing by 8 flattens the weights
+
+
+def test_ch5_scaling_effect_std_grows_like_the_root_of_d_k_and_is_reproducible():
+    import re
+
+    def stds(d_k):
+        title = plotting.scaling_effect(d_k, n_samples=4000).axes[0].get_title()
+        unscaled, scaled = re.findall(r"(\d+\.\d+) (?:unscaled|scaled)", title)
+        return float(unscaled), float(scaled)
+
+    for d_k in (4, 256):
+        unscaled, scaled = stds(d_k)
+        assert abs(unscaled / np.sqrt(d_k) - 1) < 0.1 and abs(scaled - 1) < 0.1
+    first = plotting.scaling_effect(16).axes[1].patches
+    again = plotting.scaling_effect(16).axes[1].patches
+    assert [p.get_height() for p in first] == [p.get_height() for p in again]
+
+
+def test_ch5_scaling_effect_rejects_bad_input_and_draws_into_given_axes():
+    for bad in (0, -4, 2.5, True):
+        with pytest.raises(ValueError, match="d_k must be a positive integer"):
+            plotting.scaling_effect(bad)
+    with pytest.raises(ValueError, match="n_keys and n_samples must be at least 2"):
+        plotting.scaling_effect(4, n_keys=1)
+    fig = Figure()
+    columns = fig.subplots(2, 2)
+    assert plotting.scaling_effect(4, axes=columns[:, 1]) is fig
+    assert len(columns[0, 0].patches) == 0 and len(columns[1, 1].patches) == 16
+
+
+# --- Chapter 4: queries, keys and values ---
+
+
+def test_ch4_projected_attention_weights_draws_softmax_of_scaled_projections():
+    from selfattn_lib.attention import scaled_dot_product_attention
+
+    x = np.array([[1.0, 0.0, 0.0, 1.0], [0.0, 2.0, 2.0, 0.0], [1.0, 1.0, 0.0, 0.0]])
+    w_q = np.arange(12.0).reshape(4, 3) / 10
+    w_k = np.arange(12.0)[::-1].reshape(4, 3) / 10
+    fig = plotting.projected_attention_weights(x, w_q, w_k, ["a", "b", "c"], query_scale=2.0)
+    ax = fig.axes[0]
+    _, expected = scaled_dot_product_attention(x @ (2 * w_q), x @ w_k, x @ w_k)
+    np.testing.assert_allclose(ax.images[0].get_array(), expected, rtol=1e-12)
+    assert ax.get_title() == "weights with 2.0 × W_Q"
+    assert ax.images[0].get_clim() == (0.0, 1.0)
+    uniform = plotting.projected_attention_weights(x, w_q, w_k, "abc", query_scale=0.0)
+    assert {text.get_color() for text in uniform.axes[0].texts} == {"white"}  # dark cells
+    assert [label.get_text() for label in ax.get_yticklabels()] == ["a", "b", "c"]
+
+
+def test_ch4_projected_attention_weights_is_uniform_at_scale_zero_and_checks_shapes():
+    x = np.eye(3, 4)
+    fig = plotting.projected_attention_weights(
+        x, np.ones((4, 2)), np.ones((4, 2)), "abc", query_scale=0
+    )
+    np.testing.assert_allclose(fig.axes[0].images[0].get_array(), 1 / 3)
+    with pytest.raises(ValueError, match=r"must both be \(D, d_k\) with D = 4"):
+        plotting.projected_attention_weights(x, np.ones((4, 2)), np.ones((4, 3)), "abc")
+    with pytest.raises(ValueError, match="must be matrices"):
+        plotting.projected_attention_weights(x[0], np.ones((4, 2)), np.ones((4, 2)), "abc")
+
+
+# --- Chapter 6: masks ---
+
+CH6_TOKENS = [["the", "cat", "sat"], ["dogs", "bark", "<pad>"]]
+
+
+def ch6_weights_of(fig, panel):
+    return np.asarray(fig.axes[panel].images[0].get_array())
+
+
+def test_ch6_mask_and_weights_draws_mask_and_weights_per_sequence():
+    scores = np.random.default_rng(0).normal(size=(2, 3, 3))
+    fig = plotting.mask_and_weights(scores, CH6_TOKENS, [3, 2], "both")
+    assert len(fig.axes) == 8  # 4 heatmaps, each with its colour bar
+    np.testing.assert_array_equal(ch6_weights_of(fig, 0), np.tril(np.ones((3, 3))))
+    np.testing.assert_array_equal(
+        ch6_weights_of(fig, 2), [[1, 0, 0], [1, 1, 0], [1, 1, 0]]
+    )  # the <pad> key is hidden from every query
+    weights = ch6_weights_of(fig, 3)
+    np.testing.assert_allclose(weights.sum(axis=-1), 1.0)
+    assert weights[0, 1] == 0 and (weights[:, 2] == 0).all()
+    assert fig.axes[0].get_title() == "mask: both (length 3)"
+    assert [label.get_text() for label in fig.axes[3].get_yticklabels()] == CH6_TOKENS[1]
+
+
+@pytest.mark.parametrize(
+    ("kind", "sees_future", "sees_padding"),
+    [("none", True, True), ("padding", True, False), ("causal", False, True)],
+)
+def test_ch6_mask_and_weights_kinds(kind, sees_future, sees_padding):
+    fig = plotting.mask_and_weights(np.zeros((2, 3, 3)), CH6_TOKENS, [3, 2], kind)
+    padded_mask = ch6_weights_of(fig, 2)
+    assert bool(padded_mask[0, 1]) is sees_future
+    assert bool(padded_mask[2, 2]) is sees_padding
+
+
+def test_ch6_mask_and_weights_rejects_bad_input_and_draws_into_given_axes():
+    with pytest.raises(ValueError, match="kind must be one of"):
+        plotting.mask_and_weights(np.zeros((2, 3, 3)), CH6_TOKENS, [3, 2], "future")
+    with pytest.raises(ValueError, match=r"scores must have shape \(B, T, T\)"):
+        plotting.mask_and_weights(np.zeros((2, 3, 4)), CH6_TOKENS, [3, 2], "both")
+    with pytest.raises(ValueError, match="tokens must be 2 lists of 3 labels"):
+        plotting.mask_and_weights(np.zeros((2, 3, 3)), CH6_TOKENS[:1], [3, 2], "both")
+    with pytest.raises(ValueError, match="2 \\* B = 4 axes"):
+        plotting.mask_and_weights(
+            np.zeros((2, 3, 3)), CH6_TOKENS, [3, 2], "both", axes=Figure().subplots(1, 2)
+        )
+    fig = Figure()
+    axes = fig.subplots(2, 4)
+    assert (
+        plotting.mask_and_weights(np.zeros((2, 3, 3)), CH6_TOKENS, [3, 2], "causal", axes=axes[1])
+        is fig
+    )
+    assert axes[0, 0].get_title() == "" and axes[1, 0].get_title() == "mask: causal (length 3)"
