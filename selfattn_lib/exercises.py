@@ -1577,7 +1577,7 @@ def check_batched_self_attention(batched_self_attention: Callable[..., Any]) -> 
                     "`np.swapaxes(x, -1, -2)`"
                 ) from None
             raise
-        if not isinstance(result, tuple) or len(result) != 2:
+        if not isinstance(result, tuple | list) or len(result) != 2:
             raise _Mistake(
                 f"{what} must return a pair (output, weights), like the library's "
                 f"attention functions; got {type(result).__name__}"
@@ -1661,7 +1661,13 @@ def check_attends_most_to_itself(attends_most_to_itself: Callable[..., Any]) -> 
                 "(True/False), e.g. the result of a comparison"
             )
         got = got.astype(bool)
-        if np.array_equal(got, expected):
+        # Where a token's own weight is the row's only maximum, a function that computes the
+        # own score a second way (einsum vs x @ x.T) may lose to itself by one rounding step:
+        # accept either answer there, but nowhere else (ties with copies must be True).
+        own, top = np.diag(weights), weights.max(axis=-1)
+        others = np.where(np.eye(len(x), dtype=bool), -np.inf, weights).max(axis=-1)
+        rounding = (top - own <= 1e-12) & (others < own - 1e-12)
+        if np.array_equal(got[~rounding], expected[~rounding]):
             return
         wrong = [int(t) for t in np.flatnonzero(got != expected)]
         if not got.any() and expected.any():
@@ -1874,7 +1880,7 @@ def check_softmax_jacobian(softmax_jacobian: Callable[[np.ndarray], Any]) -> Fee
     return _run_checks(checks)
 
 
-_CH5_DIMENSIONS = tuple(2**n for n in range(13))  # 1, 2, 4, ..., 4096
+_CH5_DIMENSIONS = tuple(2**n for n in range(11))  # 1, 2, 4, ..., 1024 (memory: see below)
 
 
 def _ch5_top_weight_statistic(
@@ -1882,9 +1888,10 @@ def _ch5_top_weight_statistic(
 ) -> float:
     """``statistic`` over random queries of the largest unscaled weight (a fixed seed)."""
     rng = np.random.default_rng([5, n_keys, d_k])
-    q = rng.standard_normal((n_queries, 1, d_k))  # (n_queries, 1, d_k)
+    q = rng.standard_normal((n_queries, d_k))  # (n_queries, d_k)
     k = rng.standard_normal((n_queries, n_keys, d_k))  # (n_queries, n_keys, d_k)
-    weights = softmax.softmax((q * k).sum(axis=-1), axis=-1)  # (n_queries, n_keys)
+    scores = np.einsum("nd,nkd->nk", q, k)  # (n_queries, n_keys), no (n, n_keys, d_k) temporary
+    weights = softmax.softmax(scores, axis=-1)  # (n_queries, n_keys)
     return float(statistic(weights.max(axis=-1)))
 
 
@@ -1892,12 +1899,17 @@ def check_saturation_dimension(saturation_dimension: Callable[..., Any]) -> Feed
     """Check the learner's search for the d_k at which softmax saturates (chapter 5, ex. 3).
 
     Expected signature: ``saturation_dimension(n_keys: int, threshold: float, rng:
-    np.random.Generator) -> int | None``. For ``d_k`` = 1, 2, 4, …, 4096 in turn, draw 2000
+    np.random.Generator) -> int | None``. For ``d_k`` = 1, 2, 4, …, 1024 in turn, draw 2000
     queries, each with ``n_keys`` keys (entries independent standard normal, from ``rng``),
     take the softmax of the UNSCALED scores ``q·k`` of each query and its largest weight,
     and return the first ``d_k`` at which the median of these largest weights exceeds
     ``threshold`` (``None`` if none does). Random noise is allowed for: an answer is
     accepted if it is consistent with the checker's own estimate to within 0.004.
+
+    Memory: the keys take ``2000 · n_keys · d_k`` float64 numbers, about 131 MB for 8 keys at
+    ``d_k = 1024``, so the search stops there. The checker only asks for thresholds that a
+    correct search passes by ``d_k = 64`` and never computes anything beyond ``d_k = 1024``
+    itself; how far a wrong search runs is set by the learner's own loop.
     """
     name = _name_of(saturation_dimension, "saturation_dimension")
     cases = ((8, 0.75), (8, 0.95), (2, 0.99))
@@ -1910,7 +1922,7 @@ def check_saturation_dimension(saturation_dimension: Callable[..., Any]) -> Feed
         return medians[n_keys, d_k]
 
     def first_dimension(n_keys: int, threshold: float, statistic) -> int | None:
-        for d_k in _CH5_DIMENSIONS[:11]:  # up to 1024 for the checker's own estimates
+        for d_k in _CH5_DIMENSIONS:  # up to 1024 for the checker's own estimates
             if _ch5_top_weight_statistic(n_keys, d_k, statistic) > threshold:
                 return d_k
         return None
@@ -1920,7 +1932,7 @@ def check_saturation_dimension(saturation_dimension: Callable[..., Any]) -> Feed
         result = _call_quietly(saturation_dimension, n_keys, threshold, np.random.default_rng(0))
         if result is None:
             raise _Mistake(
-                f"{what} returned None, as if no d_k up to 4096 made the median top weight "
+                f"{what} returned None, as if no d_k up to 1024 made the median top weight "
                 f"exceed {threshold:g}. Use the UNSCALED scores q·k (divided by √d_k they never "
                 "saturate), the LARGEST weight of each query (max over the keys), and return "
                 "the d_k you found"
@@ -1928,7 +1940,7 @@ def check_saturation_dimension(saturation_dimension: Callable[..., Any]) -> Feed
         got = float(_as_result_array(result, np.zeros(()), what))
         if got not in _CH5_DIMENSIONS:
             raise _Mistake(
-                f"{what} returned {got:g}; the answer is one of d_k = 1, 2, 4, ..., 4096"
+                f"{what} returned {got:g}; the answer is one of d_k = 1, 2, 4, ..., 1024"
             )
         d_k = int(got)
         too_late = d_k > 1 and median(n_keys, d_k // 2) > threshold + margin
