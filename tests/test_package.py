@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import doctest
 import importlib
+import importlib.util
 import inspect
 import subprocess
 import sys
@@ -30,6 +31,8 @@ ALL_MODULES = [
     "selfattn_lib.widgets",
     "selfattn_lib.exercises",
 ]
+# Part II builds on PyTorch: these modules import it (and are checked only where it is installed).
+TORCH_MODULES = ["selfattn_lib.transformer"]
 
 
 def public_objects(module_name: str) -> list[tuple[str, object]]:
@@ -51,7 +54,10 @@ def public_objects(module_name: str) -> list[tuple[str, object]]:
     return found
 
 
-PUBLIC = [(module, name, obj) for module in NUMPY_MODULES for name, obj in public_objects(module)]
+DOCUMENTED_MODULES = NUMPY_MODULES + (TORCH_MODULES if importlib.util.find_spec("torch") else [])
+PUBLIC = [
+    (module, name, obj) for module in DOCUMENTED_MODULES for name, obj in public_objects(module)
+]
 
 
 def test_importing_the_modules_does_not_import_torch():
@@ -70,7 +76,7 @@ def test_importing_the_modules_does_not_import_torch():
 
 
 def test_every_module_has_public_functions():
-    assert {module for module, _, _ in PUBLIC} == set(NUMPY_MODULES)
+    assert {module for module, _, _ in PUBLIC} == set(DOCUMENTED_MODULES)
 
 
 @pytest.mark.parametrize(("module", "name", "obj"), PUBLIC, ids=[name for _, name, _ in PUBLIC])
@@ -99,8 +105,10 @@ def test_public_functions_have_type_hints(module, name, obj):
     assert signature.return_annotation is not inspect.Signature.empty, f"{module}.{name}"
 
 
-@pytest.mark.parametrize("module_name", ALL_MODULES)
+@pytest.mark.parametrize("module_name", ALL_MODULES + TORCH_MODULES)
 def test_docstring_examples_run(module_name):
+    if module_name in TORCH_MODULES:
+        pytest.importorskip("torch").manual_seed(0)
     module = importlib.import_module(module_name)
     results = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert results.attempted > 0, f"{module_name} has no examples"
