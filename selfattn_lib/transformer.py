@@ -13,9 +13,11 @@ One class per idea, in the order the course builds them:
 
 Layer norm placement. The paper puts it *after* each residual addition ("post-norm"):
 ``x = LayerNorm(x + Sublayer(x))``. Most later models put it *before* the sublayer
-("pre-norm"): ``x = x + Sublayer(LayerNorm(x))``, plus one final layer norm after the stack;
-gradients then reach the first layers undiminished and training is more stable without a
-learning-rate warm-up. ``norm_first=False`` (the default) is the paper's post-norm,
+("pre-norm"): ``x = x + Sublayer(LayerNorm(x))``, plus one final layer norm after the stack.
+The residual path then runs from input to output untouched by any norm; at initialisation
+the gradients of the last layers are smaller and better behaved than with post-norm, and
+training is stable without a learning-rate warm-up (Xiong et al., 2020; chapter 9 measures it).
+``norm_first=False`` (the default) is the paper's post-norm,
 ``norm_first=True`` is pre-norm, with the same meaning as in ``torch.nn.TransformerEncoderLayer``.
 
 Conventions as in the NumPy modules: batch-first shapes ``(B, T, D)``; boolean masks where
@@ -651,7 +653,7 @@ class Transformer(nn.Module):
             if config.share_embeddings
             else nn.Embedding(config.tgt_vocab_size, d_model)
         )
-        for embedding in {self.src_embedding, self.tgt_embedding}:
+        for embedding in dict.fromkeys((self.src_embedding, self.tgt_embedding)):  # in order
             nn.init.normal_(embedding.weight, std=d_model**-0.5)  # × √D gives unit variance
         positions = torch.from_numpy(sinusoidal_encoding(config.max_len, d_model))
         self.register_buffer("positions", positions.float(), persistent=False)  # (T_max, D)

@@ -22,6 +22,7 @@ NUMPY_MODULES = [
     "selfattn_lib.masks",
     "selfattn_lib.multihead",
     "selfattn_lib.positional",
+    "selfattn_lib.tasks",
 ]
 # The helpers the chapters use next to the NumPy core.
 ALL_MODULES = [
@@ -43,6 +44,8 @@ def public_objects(module_name: str) -> list[tuple[str, object]]:
     for name, obj in vars(module).items():
         if name.startswith("_") or getattr(obj, "__module__", None) != module_name:
             continue
+        if not (inspect.isfunction(obj) or inspect.isclass(obj)):
+            continue  # e.g. a constant that is an instance of the module's class
         found.append((name, obj))
         if inspect.isclass(obj):
             found.extend(

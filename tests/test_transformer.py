@@ -538,3 +538,11 @@ def test_bad_token_ids_are_rejected(model, src, error, match):
 def test_greedy_decoding_cannot_outgrow_the_positional_encoding(model):
     with pytest.raises(ValueError, match="max_len"):
         model.greedy_decode(torch.tensor([[3]]), bos_id=1, eos_id=2, max_new_tokens=16)
+
+
+def test_the_same_seed_gives_the_same_model():
+    states = []
+    for _ in range(2):
+        torch.manual_seed(3)
+        states.append(Transformer(SMALL).state_dict())
+    assert all(torch.equal(states[0][name], states[1][name]) for name in states[0])
