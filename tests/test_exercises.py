@@ -705,6 +705,243 @@ def test_ch6_masked_attention_checker_keeps_warnings_quiet(recwarn):
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
 
 
+# --- Chapter 7: multi-head attention ---
+
+
+def ch7_split_heads(x, n_heads):
+    batch, n_tokens, d_model = x.shape
+    return x.reshape(batch, n_tokens, n_heads, d_model // n_heads).transpose(0, 2, 1, 3)
+
+
+def ch7_merge_heads(heads):
+    batch, n_heads, n_tokens, d_head = heads.shape
+    return heads.transpose(0, 2, 1, 3).reshape(batch, n_tokens, n_heads * d_head)
+
+
+def ch7_mha_parameter_count(d_model, n_heads, bias):
+    return 4 * d_model * d_model + (4 * d_model if bias else 0)
+
+
+def ch7_head_weights(x, params, n_heads, *, scale=None, split=ch7_split_heads, axis=-1):
+    d_head = x.shape[-1] // n_heads
+    q = split(x @ params.w_q + params.b_q, n_heads)
+    k = split(x @ params.w_k + params.b_k, n_heads)
+    scores = q @ np.swapaxes(k, -1, -2) / (np.sqrt(d_head) if scale is None else scale)
+    exponentials = np.exp(scores - scores.max(axis=axis, keepdims=True))
+    return exponentials / exponentials.sum(axis=axis, keepdims=True)
+
+
+def ch7_head_contributions(x, params, n_heads, *, bias_share=0.0):
+    weights = ch7_head_weights(x, params, n_heads)
+    heads = weights @ ch7_split_heads(x @ params.w_v + params.b_v, n_heads)  # (B, H, T, D_h)
+    d_head = x.shape[-1] // n_heads
+    shares = np.stack(
+        [heads[:, h] @ params.w_o[h * d_head : (h + 1) * d_head] for h in range(n_heads)], axis=1
+    )
+    return shares + bias_share * params.b_o
+
+
+def ch7_stub(*args):
+    raise NotImplementedError
+
+
+CH7_CHECKERS = {
+    "split_heads": (exercises.check_split_heads, ch7_split_heads),
+    "merge_heads": (exercises.check_merge_heads, ch7_merge_heads),
+    "mha_parameter_count": (exercises.check_mha_parameter_count, ch7_mha_parameter_count),
+    "head_weights": (exercises.check_head_weights, ch7_head_weights),
+    "head_contributions": (exercises.check_head_contributions, ch7_head_contributions),
+}
+
+
+@pytest.mark.parametrize("name", CH7_CHECKERS)
+def test_ch7_reference_solutions_pass(name):
+    checker, solution = CH7_CHECKERS[name]
+    feedback = checker(solution)
+    assert feedback.passed and feedback.attempted, feedback.message
+
+
+@pytest.mark.parametrize("name", CH7_CHECKERS)
+def test_ch7_untouched_stubs_are_not_attempted(name):
+    checker, _ = CH7_CHECKERS[name]
+    feedback = checker(ch7_stub)
+    assert not feedback.passed and not feedback.attempted
+    assert "raise NotImplementedError" in feedback.message
+
+
+@pytest.mark.parametrize("name", CH7_CHECKERS)
+def test_ch7_messages_use_the_learners_function_name(name):
+    checker, _ = CH7_CHECKERS[name]
+
+    def my_answer(*args):
+        return None
+
+    message = checker(my_answer).message
+    assert "my_answer(" in message and "forget the `return`" in message
+
+
+def assert_ch7_mistake(feedback, *fragments):
+    assert feedback.attempted and not feedback.passed, feedback
+    for fragment in fragments:
+        assert fragment in feedback.message, feedback.message
+
+
+def test_ch7_checkers_accept_other_correct_formulations():
+    import torch
+
+    from selfattn_lib.multihead import merge_heads, multi_head_attention, split_heads
+
+    def torch_split(x, n_heads):  # a torch tensor, through view + transpose
+        tensor = torch.from_numpy(x)
+        return tensor.view(*tensor.shape[:2], n_heads, -1).transpose(1, 2)
+
+    def torch_merge(heads):  # a torch tensor, through transpose + reshape of a non-contiguous view
+        tensor = torch.from_numpy(heads).transpose(1, 2)
+        return tensor.reshape(*tensor.shape[:2], -1)
+
+    def loop_split(x, n_heads):  # nested lists, head by head
+        d_head = x.shape[-1] // n_heads
+        return [
+            [seq[:, h * d_head : (h + 1) * d_head].tolist() for h in range(n_heads)] for seq in x
+        ]
+
+    def float_count(d_model, n_heads, bias):
+        return float(4 * d_model**2 + 4 * d_model * bias)
+
+    def float32_weights(x, params, n_heads):
+        return multi_head_attention(x, x, params, n_heads)[1].astype(np.float32)
+
+    for checker, answer in [
+        (exercises.check_split_heads, split_heads),
+        (exercises.check_split_heads, torch_split),
+        (exercises.check_split_heads, loop_split),
+        (exercises.check_merge_heads, merge_heads),
+        (exercises.check_merge_heads, torch_merge),
+        (exercises.check_mha_parameter_count, float_count),
+        (exercises.check_mha_parameter_count, lambda d, h, bias: np.int64(4 * d * (d + bias))),
+        (exercises.check_head_weights, float32_weights),
+    ]:
+        feedback = checker(answer)
+        assert feedback.passed, feedback.message
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (lambda x, h: x.reshape(x.shape[0], h, x.shape[1], -1), ["classic bug", "token 0"]),
+        (lambda x, h: x.reshape(*x.shape[:2], h, -1), ["(B, T, H, D_h)", "swap axes 1 and 2"]),
+        (
+            lambda x, h: x.reshape(*x.shape[:2], h, -1).transpose(0, 2, 3, 1),
+            ["(B, H, D_h, T)"],
+        ),
+        (
+            lambda x, h: x.reshape(*x.shape[:2], -1, h).transpose(0, 3, 1, 2),
+            ["features 0, 2, 4", "(B, T, D_h, H)"],
+        ),
+        (lambda x, h: ch7_split_heads(x, h)[:, ::-1], ["holds feature 3 of token 0"]),
+        (lambda x, h: ch7_split_heads(x, h)[..., 0], ["expected (B, H, T, D_h)"]),
+    ],
+)
+def test_ch7_split_heads_names_typical_mistakes(answer, fragments):
+    assert_ch7_mistake(exercises.check_split_heads(answer), *fragments)
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (lambda a: a.reshape(a.shape[0], a.shape[2], -1), ["classic bug", "feature 0 of token 1"]),
+        (lambda a: a.transpose(0, 2, 1, 3), ["(B, T, H, D_h)", "reshape"]),
+        (
+            lambda a: a.transpose(0, 2, 3, 1).reshape(a.shape[0], a.shape[2], -1),
+            ["interleaves", "(B, T, D_h, H)"],
+        ),
+        (lambda a: ch7_merge_heads(a[:, ::-1]), ["holds feature 3 of token 0"]),
+    ],
+)
+def test_ch7_merge_heads_names_typical_mistakes(answer, fragments):
+    assert_ch7_mistake(exercises.check_merge_heads(answer), *fragments)
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (lambda d, h, bias: h * 4 * d * d + 4 * d * bias, ["per head", "whatever H"]),
+        (lambda d, h, bias: h * (4 * d * d + 4 * d * bias), ["(and a bias) per head"]),
+        (lambda d, h, bias: 4 * d * (d // h) + 4 * (d // h) * bias, ["one head's slice"]),
+        (lambda d, h, bias: 3 * d * d + 3 * d * bias, ["forgets the output projection W_O"]),
+        (lambda d, h, bias: 4 * d * d, ["forgets the four biases"]),
+        (lambda d, h, bias: 4 * d * d + 4 * d, ["counts biases although bias=False"]),
+        (lambda d, h, bias: 4 * d * d + 4 * d * h * bias, ["biases once per head"]),
+        (lambda d, h, bias: 4 * d * d + 0.5, ["whole number"]),
+        (lambda d, h, bias: 2 * d * d, ["expected 1,050,624"]),
+    ],
+)
+def test_ch7_mha_parameter_count_names_typical_mistakes(answer, fragments):
+    assert_ch7_mistake(exercises.check_mha_parameter_count(answer), *fragments)
+
+
+def ch7_weights_without_query_bias(x, params, n_heads):
+    zero = np.zeros(x.shape[-1])
+    no_bias = type(params)(params.w_q, params.w_k, params.w_v, params.w_o, zero, zero, zero, zero)
+    return ch7_head_weights(x, no_bias, n_heads)
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (lambda x, p, h: ch7_head_weights(x, p, h, scale=np.sqrt(x.shape[-1])), ["√D = √6"]),
+        (lambda x, p, h: ch7_head_weights(x, p, h, scale=1.0), ["does not scale"]),
+        (lambda x, p, h: ch7_head_weights(x, p, h, scale=x.shape[-1] // h), ["D_h = 3 itself"]),
+        (
+            lambda x, p, h: ch7_head_weights(
+                x, p, h, split=lambda a, n: a.reshape(a.shape[0], n, a.shape[1], -1)
+            ),
+            ["classic bug"],
+        ),
+        (
+            lambda x, p, h: ch7_head_weights(
+                x, p, h, split=lambda a, n: a.reshape(*a.shape[:2], -1, n).transpose(0, 3, 1, 2)
+            ),
+            ["interleaved"],
+        ),
+        (ch7_weights_without_query_bias, ["query bias b_q"]),
+        (lambda x, p, h: ch7_head_weights(x, p, h, axis=-2), ["columns", "last axis"]),
+        (lambda x, p, h: ch7_head_weights(x, p, h).transpose(0, 2, 1, 3), ["(B, T, H, T)"]),
+        (lambda x, p, h: ch7_head_weights(x, p, h).transpose(1, 0, 2, 3), ["(H, B, T, T)"]),
+    ],
+)
+def test_ch7_head_weights_names_typical_mistakes(answer, fragments):
+    assert_ch7_mistake(exercises.check_head_weights(answer), *fragments)
+
+
+def ch7_even_shares(x, params, n_heads):
+    total = ch7_head_contributions(x, params, n_heads).sum(axis=1, keepdims=True)
+    return np.repeat(total / n_heads, n_heads, axis=1)
+
+
+def ch7_swapped_shares(x, params, n_heads):
+    shares = ch7_head_contributions(x, params, n_heads)
+    return np.concatenate([shares[:, :1] + shares[:, 1:2], 0 * shares[:, 1:2], shares[:, 2:]], 1)
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (lambda x, p, h: ch7_head_contributions(x, p, h, bias_share=1.0), ["adds b_o"]),
+        (lambda x, p, h: ch7_head_contributions(x, p, h, bias_share=1 / h), ["b_o / H"]),
+        (ch7_even_shares, ["evenly"]),
+        (ch7_swapped_shares, ["not the heads' own"]),
+        (lambda x, p, h: ch7_head_contributions(x, p, h).transpose(1, 0, 2, 3), ["(H, B, T, D)"]),
+        (
+            lambda x, p, h: ch7_head_weights(x, p, h) @ ch7_split_heads(x @ p.w_v + p.b_v, h),
+            ["(B, H, T, D_h)", "rows of W_O"],
+        ),
+    ],
+)
+def test_ch7_head_contributions_names_typical_mistakes(answer, fragments):
+    assert_ch7_mistake(exercises.check_head_contributions(answer), *fragments)
+
+
 # --- Chapter 4: queries, keys and values ---
 
 
@@ -1200,3 +1437,1249 @@ def test_ch6_mha_attn_mask_matches_torch_multihead_attention():
 )
 def test_ch6_mha_attn_mask_names_typical_mistakes(answer, fragments):
     assert_ch6_mistake(exercises.check_mha_attn_mask(answer), *fragments)
+
+
+# --- Chapter 8: Positional encoding ---
+# (Everything from here to the end of the file tests the checkers of chapter 8.)
+
+
+def ch8_angles(max_len, d_model, start=0, sign=-1.0, two=2):
+    positions = np.arange(start, start + max_len)[:, None]
+    return positions * 10000.0 ** (sign * np.arange(0, two * d_model // 2, two) / d_model)
+
+
+def ch8_split_layout_encoding(max_len, d_model):
+    angles = ch8_angles(max_len, d_model)
+    return np.concatenate([np.sin(angles), np.cos(angles)], axis=1)
+
+
+def ch8_interleaved(max_len, d_model):
+    angles = ch8_angles(max_len, d_model)
+    return np.stack([np.sin(angles), np.cos(angles)], axis=-1).reshape(max_len, d_model)
+
+
+def ch8_wavelengths(d_model):
+    return 2 * np.pi * 10000.0 ** (np.arange(0, d_model, 2) / d_model)
+
+
+def ch8_closest_pair(d_model, wavelength):
+    return int(np.argmin(np.abs(np.log(ch8_wavelengths(d_model) / wavelength))))
+
+
+def ch8_self_attention(z, scale=True):
+    scores = z @ z.T / (np.sqrt(z.shape[-1]) if scale else 1.0)
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return weights / weights.sum(axis=-1, keepdims=True) @ z
+
+
+def ch8_equivariance_gap(x, order, encoding, *, slot=True, reshuffle="order", reduce=np.max):
+    shuffled = x[order] + encoding if slot else (x + encoding)[order]
+    original = ch8_self_attention(x + encoding)
+    if reshuffle == "order":
+        original = original[order]
+    elif reshuffle == "inverse":
+        original = original[np.argsort(order)]
+    return float(reduce(np.abs(ch8_self_attention(shuffled) - original)))
+
+
+def ch8_slowest_angle(row, sine=-2, cosine=-1):
+    return np.arctan2(row[sine], row[cosine])
+
+
+def ch8_decode_position(row):
+    d_model = len(row)
+    angle = np.mod(ch8_slowest_angle(row), 2 * np.pi)
+    return round(angle / 10000.0 ** (-(d_model - 2) / d_model))
+
+
+def ch8_stub(*args):
+    raise NotImplementedError
+
+
+CH8_CHECKERS = {
+    "split_layout_encoding": (exercises.check_split_layout_encoding, ch8_split_layout_encoding),
+    "closest_pair": (exercises.check_closest_pair, ch8_closest_pair),
+    "equivariance_gap": (exercises.check_equivariance_gap, ch8_equivariance_gap),
+    "decode_position": (exercises.check_decode_position, ch8_decode_position),
+}
+
+
+@pytest.mark.parametrize("name", CH8_CHECKERS)
+def test_ch8_reference_solutions_pass(name):
+    checker, solution = CH8_CHECKERS[name]
+    feedback = checker(solution)
+    assert feedback.passed and feedback.attempted, feedback.message
+
+
+@pytest.mark.parametrize("name", CH8_CHECKERS)
+def test_ch8_untouched_stubs_are_not_attempted(name):
+    checker, _ = CH8_CHECKERS[name]
+    feedback = checker(ch8_stub)
+    assert not feedback.passed and not feedback.attempted
+    assert "raise NotImplementedError" in feedback.message
+
+
+@pytest.mark.parametrize("name", CH8_CHECKERS)
+def test_ch8_messages_use_the_learners_function_name(name):
+    checker, _ = CH8_CHECKERS[name]
+
+    def my_answer(*args):
+        return None
+
+    message = checker(my_answer).message
+    assert "my_answer(" in message and "forget the `return`" in message
+
+
+def assert_ch8_mistake(feedback, *fragments):
+    assert feedback.attempted and not feedback.passed, feedback
+    for fragment in fragments:
+        assert fragment in feedback.message, feedback.message
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda t, d: ch8_split_layout_encoding(t, d).astype(np.float32),
+        lambda t, d: ch8_split_layout_encoding(t, d).tolist(),
+        lambda t, d: ch8_interleaved(t, d)[:, np.r_[0:d:2, 1:d:2]],  # regroup the columns
+    ],
+)
+def test_ch8_split_layout_encoding_accepts_equivalent_answers(answer):
+    assert exercises.check_split_layout_encoding(answer).passed
+
+
+def ch8_split_of(angles):
+    return np.concatenate([np.sin(angles), np.cos(angles)], axis=1)
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (ch8_interleaved, ["interleaved layout", "np.concatenate"]),
+        (
+            lambda t, d: ch8_split_of(ch8_angles(t, d))[:, np.r_[d // 2 : d, 0 : d // 2]],
+            ["cosines come first"],
+        ),
+        (lambda t, d: ch8_split_of(ch8_angles(t, d, two=1)[:, : d // 2]), ["exponent is 2i/D"]),
+        (lambda t, d: ch8_split_of(ch8_angles(t, d, sign=1.0)), ["MULTIPLIED"]),
+        (lambda t, d: ch8_split_of(ch8_angles(t, d, start=1)), ["start at 1"]),
+        (lambda t, d: ch8_split_layout_encoding(t, d).T, ["= (D, T)", "one row per position"]),
+        (lambda t, d: ch8_split_layout_encoding(t, d)[:, ::-1], ["is off at index"]),
+    ],
+)
+def test_ch8_split_layout_encoding_names_typical_mistakes(answer, fragments):
+    assert_ch8_mistake(exercises.check_split_layout_encoding(answer), *fragments)
+
+
+def ch8_closest_pair_by_formula(d_model, wavelength):
+    index = d_model / 2 * np.log(wavelength / (2 * np.pi)) / np.log(10000.0)
+    return np.clip(np.round(index), 0, d_model // 2 - 1)  # a float64 holding a whole number
+
+
+def test_ch8_closest_pair_accepts_the_formula():
+    assert exercises.check_closest_pair(ch8_closest_pair_by_formula).passed
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (lambda d, w: 2 * ch8_closest_pair(d, w), ["DIMENSION 2i", "i = 18"]),
+        (
+            lambda d, w: int(np.argmin(np.abs(np.log(ch8_wavelengths(d) / (2 * np.pi) / w)))),
+            ["λ_i / 2π"],
+        ),
+        (
+            lambda d, w: int(np.argmin(np.abs(ch8_wavelengths(d) - w))),
+            ["closest by DIFFERENCE", "closest_pair(8, 300)"],
+        ),
+        (lambda d, w: ch8_closest_pair(d, w) + 0.5, ["whole number"]),
+        (lambda d, w: d // 2, ["i = 0 … 31"]),
+        (lambda d, w: min(ch8_closest_pair(d, w) + 1, d // 2 - 1), ["expected 18"]),
+        (lambda d, w: [ch8_closest_pair(d, w)], ["returned shape (1,)"]),
+    ],
+)
+def test_ch8_closest_pair_names_typical_mistakes(answer, fragments):
+    assert_ch8_mistake(exercises.check_closest_pair(answer), *fragments)
+
+
+def ch8_gap_by_unshuffling(x, order, encoding):
+    from selfattn_lib.attention import scaled_dot_product_attention
+
+    shuffled, original = x[order] + encoding, x + encoding
+    ours = scaled_dot_product_attention(shuffled, shuffled, shuffled)[0]
+    back = ours[np.argsort(order)]  # undo the shuffle instead of repeating it
+    return np.abs(back - scaled_dot_product_attention(original, original, original)[0]).max()
+
+
+def ch8_gap_in_float32_torch(x, order, encoding):
+    import torch
+
+    def attend(z):  # (T, D) float32 tensor: torch's default dtype
+        return torch.softmax(z @ z.T / z.shape[-1] ** 0.5, dim=-1) @ z
+
+    x_t, encoding_t = torch.tensor(x, dtype=torch.float32), torch.tensor(encoding).float()
+    shuffled = attend(x_t[torch.as_tensor(order)] + encoding_t)
+    return (shuffled - attend(x_t + encoding_t)[torch.as_tensor(order)]).abs().max()
+
+
+@pytest.mark.parametrize("answer", [ch8_gap_by_unshuffling, ch8_gap_in_float32_torch])
+def test_ch8_equivariance_gap_accepts_unshuffling_and_float32(answer):
+    # float32 rounding leaves a gap of about 1e-7 where the exact gap is 0: still correct.
+    feedback = exercises.check_equivariance_gap(answer)
+    assert feedback.passed, feedback.message
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (
+            lambda x, o, e: ch8_equivariance_gap(x, o, e, slot=False),
+            ["still equivariant", "belongs to a SLOT"],
+        ),
+        (
+            lambda x, o, e: ch8_equivariance_gap(x, o, np.zeros_like(e)),
+            ["left out", "x[order] + encoding"],
+        ),
+        (lambda x, o, e: ch8_equivariance_gap(x, o, e, reshuffle="none"), ["UNSHUFFLED"]),
+        (lambda x, o, e: ch8_equivariance_gap(x, o, e, reshuffle="inverse"), ["inverse"]),
+        (lambda x, o, e: ch8_equivariance_gap(x, o, e, reduce=np.mean), ["MEAN"]),
+        (
+            lambda x, o, e: float(
+                np.abs(
+                    ch8_self_attention(x[o] + e, scale=False)
+                    - ch8_self_attention(x + e, scale=False)[o]
+                ).max()
+            ),
+            ["unscaled", "√D"],
+        ),
+        (lambda x, o, e: -ch8_equivariance_gap(x, o, e), ["≥ 0"]),
+        (
+            lambda x, o, e: float(
+                (ch8_self_attention(x[o] + e) - ch8_self_attention(x + e)[o]).max()
+            ),
+            ["SIGNED", "np.abs"],
+        ),
+        (lambda x, o, e: 2 * ch8_equivariance_gap(x, o, e), ["expected"]),
+        (
+            lambda x, o, e: np.abs(ch8_self_attention(x[o] + e) - ch8_self_attention(x + e)[o]),
+            ["returned shape (5, 4)"],
+        ),
+    ],
+)
+def test_ch8_equivariance_gap_names_typical_mistakes(answer, fragments):
+    assert_ch8_mistake(exercises.check_equivariance_gap(answer), *fragments)
+
+
+def ch8_decode_by_search(row):
+    from selfattn_lib.positional import sinusoidal_encoding
+
+    table = sinusoidal_encoding(20000, len(row))  # (20000, D): every allowed position
+    return int(np.argmin(np.abs(table - row).sum(axis=1)))
+
+
+def ch8_slowest(row):
+    return 10000.0 ** (-(len(row) - 2) / len(row))
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        ch8_decode_by_search,
+        lambda row: np.mod(ch8_slowest_angle(row), 2 * np.pi) / ch8_slowest(row),  # not rounded
+        lambda row: np.int64(ch8_decode_position(np.asarray(row))),
+    ],
+)
+def test_ch8_decode_position_accepts_equivalent_answers(answer):
+    assert exercises.check_decode_position(answer).passed
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (
+            lambda row: round(ch8_slowest_angle(row) / ch8_slowest(row)),
+            ["(-π, π]", "np.mod(angle, 2 * np.pi)", "PE[19999] with D = 32"],
+        ),
+        (lambda row: round(np.arcsin(row[-2]) / ch8_slowest(row)), ["np.arcsin", "arctan2"]),
+        (lambda row: round(np.arccos(row[-1]) / ch8_slowest(row)), ["np.arccos", "arctan2"]),
+        (
+            lambda row: round(
+                np.mod(ch8_slowest_angle(row, sine=-1, cosine=-2), 2 * np.pi) / ch8_slowest(row)
+            ),
+            ["swapped"],
+        ),
+        (
+            lambda row: round(np.mod(ch8_slowest_angle(row, sine=0, cosine=1), 2 * np.pi)),
+            ["pair 0 repeats every 6.283 positions", "PE[7]"],
+        ),
+        (
+            lambda row: round(np.mod(ch8_slowest_angle(row, 2, 3), 2 * np.pi) * 10000 ** (2 / 32)),
+            ["pair 1 repeats"],
+        ),
+        (lambda row: ch8_decode_position(row) + 0.3, ["round to the nearest whole number"]),
+        (lambda row: ch8_decode_position(row) + 1, ["expected 0"]),
+    ],
+)
+def test_ch8_decode_position_names_typical_mistakes(answer, fragments):
+    assert_ch8_mistake(exercises.check_decode_position(answer), *fragments)
+
+
+def test_ch8_decode_position_reads_shifted_encodings():
+    # A position moved by the offset rotation of the chapter is read back as p + k.
+    d_model, position, offset = 64, 1234, 56
+    omega = 10000.0 ** (-np.arange(0, d_model, 2) / d_model)
+    row = ch8_interleaved(position + 1, d_model)[position]
+    rotated = np.empty(d_model)
+    cos, sin = np.cos(offset * omega), np.sin(offset * omega)
+    rotated[0::2] = row[0::2] * cos + row[1::2] * sin
+    rotated[1::2] = row[1::2] * cos - row[0::2] * sin
+    assert ch8_decode_position(rotated) == position + offset
+
+
+# --- Chapter 11: Attention at scale ---
+
+
+def ch11_longest_sequence(memory_bytes, batch, heads, bytes_per_number):
+    import math
+
+    return math.isqrt(memory_bytes // (batch * heads * bytes_per_number))
+
+
+def ch11_softmax(scores):
+    exponentials = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return exponentials / exponentials.sum(axis=-1, keepdims=True)
+
+
+def ch11_attend_with_cache(q_new, k_new, v_new, k_cache, v_cache):
+    k_cache = np.concatenate([k_cache, k_new], axis=1)  # (B, t + 1, D_k)
+    v_cache = np.concatenate([v_cache, v_new], axis=1)  # (B, t + 1, D_v)
+    scores = q_new @ np.swapaxes(k_cache, 1, 2) / np.sqrt(q_new.shape[-1])  # (B, 1, t + 1)
+    return ch11_softmax(scores) @ v_cache, k_cache, v_cache
+
+
+def ch11_merge_states(state_a, state_b):
+    (m_a, l_a, acc_a), (m_b, l_b, acc_b) = state_a, state_b
+    m = np.maximum(m_a, m_b)
+    factor_a, factor_b = np.exp(m_a - m), np.exp(m_b - m)
+    return m, l_a * factor_a + l_b * factor_b, acc_a * factor_a[:, None] + acc_b * factor_b[:, None]
+
+
+def ch11_causal_blocked_attention(q, k, v, block_size):
+    n_tokens = q.shape[0]
+    output = np.zeros((n_tokens, v.shape[-1]))
+    for q_start in range(0, n_tokens, block_size):
+        rows = np.arange(q_start, min(q_start + block_size, n_tokens))  # one block of queries
+        m = np.full(rows.size, -np.inf)
+        total = np.zeros(rows.size)
+        acc = np.zeros((rows.size, v.shape[-1]))
+        for k_start in range(0, rows[-1] + 1, block_size):  # tiles above the diagonal skipped
+            cols = np.arange(k_start, min(k_start + block_size, n_tokens))
+            scores = q[rows] @ k[cols].T / np.sqrt(q.shape[-1])
+            scores = np.where(cols[None, :] <= rows[:, None], scores, -np.inf)
+            m_new = np.maximum(m, scores.max(axis=-1))  # finite: key 0 came first
+            factor = np.exp(m - m_new)
+            weights = np.exp(scores - m_new[:, None])
+            total = total * factor + weights.sum(axis=-1)
+            acc = acc * factor[:, None] + weights @ v[cols]
+            m = m_new
+        output[rows] = acc / total[:, None]
+    return output
+
+
+def ch11_stub(*args):
+    raise NotImplementedError
+
+
+CH11_CHECKERS = {
+    "check_longest_sequence": ch11_longest_sequence,
+    "check_attend_with_cache": ch11_attend_with_cache,
+    "check_merge_softmax_states": ch11_merge_states,
+    "check_causal_blocked_attention": ch11_causal_blocked_attention,
+}
+
+
+def assert_ch11_mistake(feedback, *fragments):
+    assert feedback.attempted and not feedback.passed, feedback
+    for fragment in fragments:
+        assert fragment in feedback.message, (fragment, feedback.message)
+
+
+@pytest.mark.parametrize("name", CH11_CHECKERS)
+def test_ch11_checkers_pass_the_reference_and_report_the_stub(name):
+    checker = getattr(exercises, name)
+    assert checker(CH11_CHECKERS[name]).passed, checker(CH11_CHECKERS[name])
+    feedback = checker(ch11_stub)
+    assert not feedback.attempted and "raise NotImplementedError" in feedback.message
+
+
+def test_ch11_longest_sequence_accepts_other_correct_answers():
+    def with_float_sqrt(memory_bytes, batch, heads, bytes_per_number):
+        return int(np.sqrt(memory_bytes / (batch * heads * bytes_per_number)))
+
+    def by_search(memory_bytes, batch, heads, bytes_per_number):
+        t = 0
+        while batch * heads * (t + 1) ** 2 * bytes_per_number <= memory_bytes:
+            t += 1
+        return np.int64(t)
+
+    def as_float(memory_bytes, batch, heads, bytes_per_number):
+        return float(np.floor(np.sqrt(memory_bytes / (batch * heads * bytes_per_number))))
+
+    check = exercises.check_longest_sequence
+    assert check(with_float_sqrt).passed
+    assert check(as_float).passed
+    assert check(by_search).passed
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (
+            lambda m, b, h, n: int(np.sqrt(m / (b * h))),
+            ["returned 17677, expected 12500", "not bytes"],
+        ),
+        (lambda m, b, h, n: int(np.sqrt(m / (h * n))), ["multiply by batch"]),
+        (lambda m, b, h, n: int(np.sqrt(m / (b * n))), ["multiply by heads"]),
+        (lambda m, b, h, n: m // (b * h * n), ["T²", "square root"]),
+        (
+            lambda m, b, h, n: int(np.ceil(np.sqrt(m / (b * h * n)))),
+            ["(1000000000, 4, 8, 4) returned 2796, expected 2795", "round down"],
+        ),
+        (lambda m, b, h, n: int(np.sqrt(m / (b * h * n))) - 1, ["T = 12500 still fits"]),
+        (lambda m, b, h, n: int(np.sqrt(m / (b * h * n))) + 1, ["needs", "more than"]),
+        (lambda m, b, h, n: np.sqrt(m / (b * h * n)) + 0.5, ["whole number"]),
+        (lambda m, b, h, n: None, ["forget the `return`"]),
+    ],
+)
+def test_ch11_longest_sequence_names_typical_mistakes(answer, fragments):
+    assert_ch11_mistake(exercises.check_longest_sequence(answer), *fragments)
+
+
+def test_ch11_attend_with_cache_accepts_lists_and_other_formulations():
+    def with_lists(q_new, k_new, v_new, k_cache, v_cache):
+        output, keys, values = ch11_attend_with_cache(q_new, k_new, v_new, k_cache, v_cache)
+        return [output.tolist(), keys, values]
+
+    def with_einsum(q_new, k_new, v_new, k_cache, v_cache):
+        keys = np.concatenate((k_cache, k_new), axis=-2)
+        values = np.concatenate((v_cache, v_new), axis=-2)
+        scores = np.einsum("bqd,bkd->bqk", q_new, keys) / np.sqrt(keys.shape[-1])
+        return np.einsum("bqk,bkd->bqd", ch11_softmax(scores), values), keys, values
+
+    assert exercises.check_attend_with_cache(with_lists).passed
+    assert exercises.check_attend_with_cache(with_einsum).passed
+
+
+def ch11_attend_then_append(q_new, k_new, v_new, k_cache, v_cache):
+    if k_cache.shape[1] == 0:  # nothing to attend to yet: this bug needs the cache first
+        return v_new.copy(), k_new, v_new
+    scores = q_new @ np.swapaxes(k_cache, 1, 2) / np.sqrt(q_new.shape[-1])
+    output = ch11_softmax(scores) @ v_cache
+    return output, np.concatenate([k_cache, k_new], 1), np.concatenate([v_cache, v_new], 1)
+
+
+def ch11_unscaled(q_new, k_new, v_new, k_cache, v_cache):
+    return ch11_attend_with_cache(q_new * np.sqrt(q_new.shape[-1]), k_new, v_new, k_cache, v_cache)
+
+
+def ch11_prepend(q_new, k_new, v_new, k_cache, v_cache):
+    output, _, _ = ch11_attend_with_cache(q_new, k_new, v_new, k_cache, v_cache)
+    return output, np.concatenate([k_new, k_cache], 1), np.concatenate([v_new, v_cache], 1)
+
+
+def ch11_old_cache(q_new, k_new, v_new, k_cache, v_cache):
+    output, _, _ = ch11_attend_with_cache(q_new, k_new, v_new, k_cache, v_cache)
+    return output, k_cache, v_cache
+
+
+def ch11_appended_twice(q_new, k_new, v_new, k_cache, v_cache):
+    output, keys, values = ch11_attend_with_cache(q_new, k_new, v_new, k_cache, v_cache)
+    return output, np.concatenate([keys, k_new], 1), values
+
+
+def ch11_squeezed(q_new, k_new, v_new, k_cache, v_cache):
+    output, keys, values = ch11_attend_with_cache(q_new, k_new, v_new, k_cache, v_cache)
+    return output[:, 0], keys, values
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (ch11_attend_then_append, ["only to the 2 cached keys", "Append the new key"]),
+        (ch11_unscaled, ["not divided by √D_k"]),
+        (ch11_prepend, ["FRONT of k_cache", "append at the end"]),
+        (ch11_old_cache, ["the old cache", "(2, 3, 4)"]),
+        (ch11_appended_twice, ["k_cache of shape (2, 4, 4), expected (2, 3, 4)", "axis=1"]),
+        (ch11_squeezed, ["shape (2, 3)", "(B, 1, D_v)"]),
+        (lambda *args: ch11_attend_with_cache(*args)[0], ["three things"]),
+        (lambda *args: None, ["forget the `return`"]),
+    ],
+)
+def test_ch11_attend_with_cache_names_typical_mistakes(answer, fragments):
+    assert_ch11_mistake(exercises.check_attend_with_cache(answer), *fragments)
+
+
+def test_ch11_merge_states_accepts_any_equivalent_representation():
+    def against_the_first_maximum_when_safe(state_a, state_b):
+        m, total, acc = ch11_merge_states(state_a, state_b)
+        shift = m - 1.0  # the same keys, measured from another reference point
+        return shift, total * np.exp(m - shift), acc * np.exp(m - shift)[:, None]
+
+    def as_lists(state_a, state_b):
+        return [part.tolist() for part in ch11_merge_states(state_a, state_b)]
+
+    def by_log_sum_exp(state_a, state_b):
+        (m_a, l_a, acc_a), (m_b, l_b, acc_b) = state_a, state_b
+        with np.errstate(divide="ignore"):
+            log_a, log_b = m_a + np.log(l_a), m_b + np.log(l_b)
+        log_total = np.logaddexp(log_a, log_b)
+        weight_a, weight_b = np.exp(m_a - log_total), np.exp(m_b - log_total)
+        acc = acc_a * weight_a[:, None] + acc_b * weight_b[:, None]
+        return log_total, np.ones_like(log_total), acc
+
+    check = exercises.check_merge_softmax_states
+    assert check(against_the_first_maximum_when_safe).passed
+    assert check(as_lists).passed
+    assert check(by_log_sum_exp).passed
+
+
+def ch11_merge_no_rescale(state_a, state_b):
+    return np.maximum(state_a[0], state_b[0]), state_a[1] + state_b[1], state_a[2] + state_b[2]
+
+
+def ch11_merge_upside_down(state_a, state_b):
+    (m_a, l_a, acc_a), (m_b, l_b, acc_b) = state_a, state_b
+    m = np.maximum(m_a, m_b)
+    factor_a, factor_b = np.exp(m - m_a), np.exp(m - m_b)
+    return m, l_a * factor_a + l_b * factor_b, acc_a * factor_a[:, None] + acc_b * factor_b[:, None]
+
+
+def ch11_merge_acc_not_rescaled(state_a, state_b):
+    m, total, _ = ch11_merge_states(state_a, state_b)
+    return m, total, state_a[2] + state_b[2]
+
+
+def ch11_merge_normalised(state_a, state_b):
+    m, total, acc = ch11_merge_states(state_a, state_b)
+    return m, total, acc / total[:, None]
+
+
+def ch11_merge_against_b(state_a, state_b):
+    (m_a, l_a, acc_a), (m_b, l_b, acc_b) = state_a, state_b
+    factor = np.exp(m_a - m_b)  # overflows when block a has much larger scores
+    return m_b, l_a * factor + l_b, acc_a * factor[:, None] + acc_b
+
+
+def ch11_merge_nan_for_empty(state_a, state_b):
+    if np.isinf(state_a[0]).any():
+        return state_a[0] * 0 + np.nan, state_a[1], state_a[2]
+    return ch11_merge_states(state_a, state_b)
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (ch11_merge_no_rescale, ["added l_a + l_b", "rescale"]),
+        (ch11_merge_upside_down, ["upside down"]),
+        (ch11_merge_acc_not_rescaled, ["l is right but acc is not"]),
+        (ch11_merge_normalised, ["already divided by l"]),
+        (ch11_merge_against_b, ["scores around 1000", "overflowed", "LARGER maximum"]),
+        (ch11_merge_nan_for_empty, ["empty starting state", "exp(−inf)"]),
+        (lambda a, b: a, ["describes different keys"]),
+        (lambda a, b: (a[0], a[1]), ["three arrays"]),
+        (lambda a, b: (a[0][:2], a[1], a[2]), ["shapes (2,)"]),
+    ],
+)
+def test_ch11_merge_states_names_typical_mistakes(answer, fragments):
+    assert_ch11_mistake(exercises.check_merge_softmax_states(answer), *fragments)
+
+
+def ch11_direct_causal(q, k, v, block_size, diagonal=0):
+    scores = q @ k.T / np.sqrt(q.shape[-1])
+    allowed = np.tril(np.ones(scores.shape, dtype=bool), k=diagonal)
+    return ch11_softmax(np.where(allowed, scores, -np.inf)) @ v
+
+
+def ch11_blocked_without_mask(q, k, v, block_size):
+    scores = q @ k.T / np.sqrt(q.shape[-1])
+    return ch11_softmax(scores) @ v
+
+
+def ch11_blocked_strict(q, k, v, block_size):
+    return np.nan_to_num(ch11_direct_causal(q, k, v, block_size, diagonal=-1))
+
+
+def ch11_blocked_future(q, k, v, block_size):
+    return ch11_direct_causal(q[::-1], k[::-1], v[::-1], block_size)[::-1]
+
+
+def ch11_blocked_nan(q, k, v, block_size):
+    output = np.zeros((q.shape[0], v.shape[-1]))
+    m = np.full(q.shape[0], -np.inf)
+    total = np.zeros(q.shape[0])
+    for start in reversed(range(0, q.shape[0], block_size)):  # the last key block first
+        cols = np.arange(start, min(start + block_size, q.shape[0]))
+        scores = q @ k[cols].T / np.sqrt(q.shape[-1])
+        scores = np.where(cols[None, :] <= np.arange(q.shape[0])[:, None], scores, -np.inf)
+        m_new = np.maximum(m, scores.max(axis=-1))
+        with np.errstate(invalid="ignore"):
+            factor = np.exp(m - m_new)  # NaN where both are -inf
+            weights = np.exp(scores - m_new[:, None])
+        total = total * factor + weights.sum(axis=-1)
+        output = output * factor[:, None] + weights @ v[cols]
+        m = m_new
+    return output / total[:, None]
+
+
+def ch11_blocked_no_rescale(q, k, v, block_size):
+    output = ch11_causal_blocked_attention(q, k, v, q.shape[0])  # one block: right
+    return output if block_size >= q.shape[0] else output * 1.1
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (ch11_blocked_without_mask, ["WITHOUT the mask"]),
+        (ch11_blocked_strict, ["hides the diagonal"]),
+        (ch11_blocked_future, ["AFTER it"]),
+        (ch11_blocked_no_rescale, ["is off at index"]),
+        (lambda q, k, v, b: q, ["returned shape (7, 4), expected (7, 3)"]),
+    ],
+)
+def test_ch11_causal_blocked_attention_names_typical_mistakes(answer, fragments):
+    assert_ch11_mistake(exercises.check_causal_blocked_attention(answer), *fragments)
+
+
+def test_ch11_causal_blocked_attention_explains_nan_from_fully_masked_blocks():
+    assert ch11_blocked_nan(np.ones((3, 2)), np.ones((3, 2)), np.ones((3, 1)), 3).shape == (3, 1)
+    with np.errstate(invalid="ignore"):
+        feedback = exercises.check_causal_blocked_attention(ch11_blocked_nan)
+    assert_ch11_mistake(feedback, "NaN", "−inf")
+
+
+def test_ch11_causal_blocked_attention_accepts_the_direct_computation():
+    assert exercises.check_causal_blocked_attention(ch11_direct_causal).passed
+
+
+# --- Chapter 9: The encoder block ---
+# (Everything from here to the end of the block tests the checkers of chapter 9.)
+
+
+def ch9_rms_norm(x, gain, eps):
+    return x / np.sqrt((x**2).mean(axis=-1, keepdims=True) + eps) * gain
+
+
+def ch9_rms_norm_by_length(x, gain, eps):
+    d_model = x.shape[-1]
+    length = np.linalg.norm(x, axis=-1, keepdims=True)
+    return gain * x / np.sqrt(length**2 / d_model + eps)
+
+
+def ch9_layer_norm(x, gain, bias, eps=1e-5, ddof=0):
+    centred = x - x.mean(axis=-1, keepdims=True)
+    return gain * centred / np.sqrt(x.var(axis=-1, ddof=ddof, keepdims=True) + eps) + bias
+
+
+def ch9_parameters(d_model, n_heads, d_ff):
+    return 4 * d_model**2 + 4 * d_model + 2 * d_model * d_ff + d_ff + d_model + 4 * d_model
+
+
+def ch9_sublayer_connection(x, sublayer, norm, norm_first):
+    return x + sublayer(norm(x)) if norm_first else norm(x + sublayer(x))
+
+
+def ch9_encoder_layer(x, params, n_heads, mask, norm_first, ddof=0, relu=True):
+    from selfattn_lib.multihead import multi_head_attention
+
+    def norm(v, which):
+        return ch9_layer_norm(v, params[f"gain_{which}"], params[f"bias_{which}"], ddof=ddof)
+
+    def attend(v):
+        return multi_head_attention(v, v, params["attention"], n_heads, mask)[0]
+
+    def ffn(v):
+        hidden = v @ params["w_1"] + params["b_1"]
+        return (np.maximum(hidden, 0.0) if relu else hidden) @ params["w_2"] + params["b_2"]
+
+    if norm_first:
+        x = x + attend(norm(x, 1))
+        return x + ffn(norm(x, 2))
+    x = norm(x + attend(x), 1)
+    return norm(x + ffn(x), 2)
+
+
+def ch9_stub(*args):
+    raise NotImplementedError
+
+
+CH9_CHECKERS = {
+    "rms_norm": (exercises.check_rms_norm, ch9_rms_norm),
+    "encoder_layer_parameters": (exercises.check_encoder_layer_parameters, ch9_parameters),
+    "sublayer_connection": (exercises.check_sublayer_connection, ch9_sublayer_connection),
+    "encoder_layer_numpy": (exercises.check_encoder_layer_numpy, ch9_encoder_layer),
+}
+
+
+def assert_ch9_mistake(feedback, *fragments):
+    assert feedback.attempted and not feedback.passed, feedback
+    for fragment in fragments:
+        assert fragment in feedback.message, (fragment, feedback.message)
+
+
+@pytest.mark.parametrize("name", CH9_CHECKERS)
+def test_ch9_reference_solutions_pass(name):
+    checker, solution = CH9_CHECKERS[name]
+    feedback = checker(solution)
+    assert feedback.passed and feedback.attempted, feedback.message
+
+
+@pytest.mark.parametrize("name", CH9_CHECKERS)
+def test_ch9_untouched_stubs_are_not_attempted(name):
+    checker, _ = CH9_CHECKERS[name]
+    feedback = checker(ch9_stub)
+    assert not feedback.passed and not feedback.attempted
+    assert "raise NotImplementedError" in feedback.message
+
+
+def test_ch9_checkers_accept_other_correct_formulations():
+    assert exercises.check_rms_norm(ch9_rms_norm_by_length).passed
+    assert exercises.check_rms_norm(lambda x, g, eps: list(ch9_rms_norm(x, g, eps))).passed
+    assert exercises.check_encoder_layer_parameters(
+        lambda d, h, f: np.int64(ch9_parameters(d, h, f))
+    ).passed
+    assert exercises.check_encoder_layer_parameters(
+        lambda d, h, f: float(ch9_parameters(d, h, f))
+    ).passed
+
+    def post_then_pre(x, sublayer, norm, norm_first):
+        if not norm_first:
+            summed = x + sublayer(x)
+            return norm(summed)
+        return sublayer(norm(x)) + x
+
+    assert exercises.check_sublayer_connection(post_then_pre).passed
+
+    def float32_layer(x, params, n_heads, mask, norm_first):
+        return ch9_encoder_layer(x, params, n_heads, mask, norm_first).astype(np.float32)
+
+    assert exercises.check_encoder_layer_numpy(float32_layer).passed
+    assert exercises.check_rms_norm(lambda x, g, eps: ch9_rms_norm(x, g, eps).astype("f4")).passed
+
+
+def test_ch9_encoder_layer_numpy_accepts_an_answer_built_on_the_torch_layer():
+    torch = pytest.importorskip("torch")
+    from selfattn_lib.transformer import EncoderLayer, MultiHeadAttention
+
+    def with_torch(x, params, n_heads, mask, norm_first):
+        d_model, d_ff = params["w_1"].shape
+        layer = EncoderLayer(d_model, n_heads, d_ff, norm_first=norm_first).double().eval()
+        layer.self_attention = MultiHeadAttention.from_params(params["attention"], n_heads)
+        with torch.no_grad():
+            forward = layer.feed_forward
+            forward.w_1.weight.copy_(torch.from_numpy(params["w_1"].T))
+            forward.w_1.bias.copy_(torch.from_numpy(params["b_1"]))
+            forward.w_2.weight.copy_(torch.from_numpy(params["w_2"].T))
+            forward.w_2.bias.copy_(torch.from_numpy(params["b_2"]))
+            for which in (1, 2):
+                norm = getattr(layer, f"norm_{which}")
+                norm.weight.copy_(torch.from_numpy(params[f"gain_{which}"]))
+                norm.bias.copy_(torch.from_numpy(params[f"bias_{which}"]))
+            torch_mask = None if mask is None else torch.from_numpy(mask)
+            return layer(torch.from_numpy(x), torch_mask).numpy()
+
+    feedback = exercises.check_encoder_layer_numpy(with_torch)
+    assert feedback.passed, feedback.message
+
+
+def test_ch9_checkers_accept_torch_tensors_that_require_grad():
+    torch = pytest.importorskip("torch")
+
+    def with_rms_module(x, gain, eps):
+        module = torch.nn.RMSNorm(x.shape[-1], eps=eps, dtype=torch.float64)
+        with torch.no_grad():
+            module.weight.copy_(torch.from_numpy(gain))
+        return module(torch.from_numpy(x))  # requires grad: the module's weight does
+
+    assert exercises.check_rms_norm(with_rms_module).passed
+
+    def sublayer_as_tensor(x, sublayer, norm, norm_first):
+        scale = torch.ones((), dtype=torch.float64, requires_grad=True)
+        return scale * torch.from_numpy(
+            np.asarray(ch9_sublayer_connection(x, sublayer, norm, norm_first))
+        )
+
+    assert exercises.check_sublayer_connection(sublayer_as_tensor).passed
+
+    def layer_as_tensor(x, params, n_heads, mask, norm_first):
+        scale = torch.ones((), dtype=torch.float64, requires_grad=True)
+        return scale * torch.from_numpy(ch9_encoder_layer(x, params, n_heads, mask, norm_first))
+
+    assert exercises.check_encoder_layer_numpy(layer_as_tensor).passed
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_ch9_reference_encoder_layer_equals_the_torch_encoder_layer(norm_first):
+    torch = pytest.importorskip("torch")
+    from selfattn_lib.transformer import EncoderLayer
+
+    layer = EncoderLayer(8, 2, 16, norm_first=norm_first).double().eval()
+    with torch.no_grad():  # non-trivial norms and biases
+        for parameter in layer.parameters():
+            parameter.add_(0.1 * torch.randn_like(parameter))
+
+    def numpy(tensor):
+        return tensor.detach().numpy().copy()
+
+    params = {
+        "attention": layer.self_attention.to_params(),
+        "w_1": numpy(layer.feed_forward.w_1.weight.T),
+        "b_1": numpy(layer.feed_forward.w_1.bias),
+        "w_2": numpy(layer.feed_forward.w_2.weight.T),
+        "b_2": numpy(layer.feed_forward.w_2.bias),
+        "gain_1": numpy(layer.norm_1.weight),
+        "bias_1": numpy(layer.norm_1.bias),
+        "gain_2": numpy(layer.norm_2.weight),
+        "bias_2": numpy(layer.norm_2.bias),
+    }
+    x = np.random.default_rng(1).normal(size=(2, 4, 8))
+    mask = (np.arange(4) < np.array([4, 2])[:, None])[:, None, :]
+    with torch.no_grad():
+        expected = layer(torch.from_numpy(x), torch.from_numpy(mask)).numpy()
+    ours = exercises._ch9_encoder_layer(x, params, 2, mask, norm_first)
+    np.testing.assert_allclose(ours, expected, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (lambda x, g, eps: ch9_layer_norm(x, g, 0.0, eps), ["that is layer norm"]),
+        (
+            lambda x, g, eps: x / (np.sqrt((x**2).mean(-1, keepdims=True)) + eps) * g,
+            ["eps is added after the square root"],
+        ),
+        (
+            lambda x, g, eps: x / ((x**2).mean(-1, keepdims=True) + eps) * g,
+            ["without the square root"],
+        ),
+        (
+            lambda x, g, eps: x / np.sqrt((x**2).sum(-1, keepdims=True) + eps) * g,
+            ["root MEAN square", "√D times too small"],
+        ),
+        (
+            lambda x, g, eps: x / np.sqrt((x**2).mean(-1, keepdims=True) + eps),
+            ["the gain is missing"],
+        ),
+        (lambda x, g, eps: x / np.sqrt((x**2).mean(-1, keepdims=True)) * g, ["eps is missing"]),
+        (
+            lambda x, g, eps: x / np.sqrt((x**2).mean(0, keepdims=True) + eps) * g,
+            ["first axis", "axis=-1"],
+        ),
+        (lambda x, g, eps: x / np.sqrt((x**2).mean() + eps) * g, ["one mean square"]),
+        (
+            lambda x, g, eps: x / np.sqrt(x.var(-1, keepdims=True) + eps) * g,
+            ["standard deviation", "root mean square of x itself"],
+        ),
+        (lambda x, g, eps: None, ["forget the `return`"]),
+        (lambda x, g, eps: x[..., :-1], ["returned shape"]),
+    ],
+)
+def test_ch9_rms_norm_names_typical_mistakes(answer, fragments):
+    assert_ch9_mistake(exercises.check_rms_norm(answer), *fragments)
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (lambda d, h, f: 4 * d * d + 2 * d * f, ["only the weight matrices"]),
+        (lambda d, h, f: 4 * d * d + 2 * d * f + 4 * d, ["biases of the linear layers"]),
+        (lambda d, h, f: ch9_parameters(d, h, f) - 4 * d, ["layer norms are missing"]),
+        (lambda d, h, f: ch9_parameters(d, h, f) - 2 * d, ["TWO learned vectors"]),
+        (lambda d, h, f: ch9_parameters(d, h, f) - d * d - d, ["W_O"]),
+        (lambda d, h, f: ch9_parameters(d, h, f) - d * f - d, ["two weight matrices"]),
+        (lambda d, h, f: ch9_parameters(d, h, 4 * d), ["d_ff = 4 · D"]),
+        (lambda d, h, f: ch9_parameters(d, h, f) + 3 * h * d * d, ["does not depend on H"]),
+        (lambda d, h, f: ch9_parameters(d, h, f) + 0.5, ["whole number"]),
+        (lambda d, h, f: None, ["forget the `return`"]),
+        (lambda d, h, f: "many", ["must return a number"]),
+        (lambda d, h, f: ch9_parameters(d, h, f) + 1, ["expected 3,152,384"]),
+    ],
+)
+def test_ch9_encoder_layer_parameters_names_typical_mistakes(answer, fragments):
+    assert_ch9_mistake(exercises.check_encoder_layer_parameters(answer), *fragments)
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (lambda x, f, n, first: x + f(n(x)), ["norm_first=False", "this is pre-norm"]),
+        (lambda x, f, n, first: n(x + f(x)), ["norm_first=True", "this is post-norm"]),
+        (lambda x, f, n, first: x + n(f(x)), ["x + LN(Sublayer(x))", "popular blog post"]),
+        (lambda x, f, n, first: n(f(x)), ["residual is missing"]),
+        (lambda x, f, n, first: x + f(x), ["layer norm is missing"]),
+        (lambda x, f, n, first: f(x), ["sublayer's output alone"]),
+        (
+            lambda x, f, n, first: n(x) + f(n(x)) if first else n(x + f(x)),
+            ["NORMALISED input"],
+        ),
+        (
+            lambda x, f, n, first: n(x + f(n(x))) if first else n(x + f(x)),
+            ["normalises again after the addition"],
+        ),
+        (lambda x, f, n, first: None, ["forget the `return`"]),
+    ],
+)
+def test_ch9_sublayer_connection_names_typical_mistakes(answer, fragments):
+    assert_ch9_mistake(exercises.check_sublayer_connection(answer), *fragments)
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (
+            lambda x, p, h, m, first: ch9_encoder_layer(x, p, h, m, not first),
+            ["computed pre-norm", "asks for post-norm"],
+        ),
+        (
+            lambda x, p, h, m, first: ch9_encoder_layer(x, p, h, None, first),
+            ["ignores the mask"],
+        ),
+        (
+            lambda x, p, h, m, first: ch9_encoder_layer(x, p, h, m, first, ddof=1),
+            ["D - 1", "biased variance"],
+        ),
+        (
+            lambda x, p, h, m, first: ch9_encoder_layer(x, p, h, m, first, relu=False),
+            ["no ReLU"],
+        ),
+        (
+            lambda x, p, h, m, first: exercises._ch9_encoder_layer(
+                x, p, h, m, first, eps_outside=True
+            ),
+            ["eps is added after the square root"],
+        ),
+        (
+            lambda x, p, h, m, first: exercises._ch9_encoder_layer(
+                x, p, h, m, first, residual=False
+            ),
+            ["residual connections are missing"],
+        ),
+        (
+            lambda x, p, h, m, first: exercises._ch9_encoder_layer(
+                x, p, h, m, first, swap_norms=True
+            ),
+            ["two layer norms are swapped"],
+        ),
+        (lambda x, p, h, m, first: x, ["is off at index"]),
+        (lambda x, p, h, m, first: x[:, :-1], ["returned shape"]),
+    ],
+)
+def test_ch9_encoder_layer_numpy_names_typical_mistakes(answer, fragments):
+    assert_ch9_mistake(exercises.check_encoder_layer_numpy(answer), *fragments)
+
+
+def test_ch9_messages_use_the_learners_function_name():
+    def my_norm(x, gain, eps):
+        return None
+
+    assert "my_norm(x of shape" in exercises.check_rms_norm(my_norm).message
+
+
+# --- Chapter 10: Decoder and cross-attention ---
+
+
+def ch10_shift_right(tgt, bos_id):
+    return np.concatenate([np.full((len(tgt), 1), bos_id), tgt[:, :-1]], axis=1)
+
+
+def ch10_shift_right_torch(tgt, bos_id):
+    import torch
+
+    tgt = torch.as_tensor(tgt)
+    return torch.cat([torch.full_like(tgt[:, :1], bos_id), tgt[:, :-1]], dim=1)
+
+
+def ch10_shift_right_in_place_copy(tgt, bos_id):
+    shifted = np.empty_like(tgt)
+    shifted[:, 0], shifted[:, 1:] = bos_id, tgt[:, :-1]
+    return shifted.tolist()
+
+
+def ch10_decoder_self_mask(tgt, pad_id):
+    causal = np.tril(np.ones((tgt.shape[1],) * 2, dtype=bool))
+    return causal & (tgt != pad_id)[:, None, :]
+
+
+def ch10_decoder_self_mask_loops(tgt, pad_id):
+    n, t = tgt.shape
+    return np.array(
+        [[[j <= i and tgt[b, j] != pad_id for j in range(t)] for i in range(t)] for b in range(n)]
+    )
+
+
+def ch10_transformer_parameters(vocab_size, d_model, d_ff, n_layers, tied):
+    attention = 4 * d_model**2 + 4 * d_model
+    feed_forward = 2 * d_model * d_ff + d_ff + d_model
+    encoder = attention + feed_forward + 4 * d_model
+    decoder = 2 * attention + feed_forward + 6 * d_model
+    return (1 if tied else 3) * vocab_size * d_model + n_layers * (encoder + decoder)
+
+
+def ch10_transformer_parameters_torch(vocab_size, d_model, d_ff, n_layers, tied):
+    import torch
+
+    from selfattn_lib.transformer import Transformer, TransformerConfig, count_parameters
+
+    config = TransformerConfig(
+        vocab_size,
+        vocab_size,
+        d_model=d_model,
+        n_heads=1,
+        d_ff=d_ff,
+        n_layers=n_layers,
+        share_embeddings=tied,
+        tie_output=tied,
+    )
+    with torch.device("meta"):
+        return count_parameters(Transformer(config))
+
+
+def ch10_greedy_decode(next_token_logits, bos_id, eos_id, max_new_tokens):
+    tokens = [bos_id]
+    for _ in range(max_new_tokens):
+        tokens.append(int(np.argmax(next_token_logits(tokens))))
+        if tokens[-1] == eos_id:
+            break
+    return tokens
+
+
+def ch10_greedy_decode_array(next_token_logits, bos_id, eos_id, max_new_tokens):
+    tokens = np.array([bos_id])
+    while len(tokens) <= max_new_tokens and (len(tokens) == 1 or tokens[-1] != eos_id):
+        tokens = np.append(tokens, np.argmax(next_token_logits(tokens)))
+    return tokens
+
+
+def ch10_stub(*args):
+    raise NotImplementedError
+
+
+CH10_CHECKERS = {
+    "check_shift_right": [ch10_shift_right, ch10_shift_right_torch, ch10_shift_right_in_place_copy],
+    "check_decoder_self_mask": [ch10_decoder_self_mask, ch10_decoder_self_mask_loops],
+    "check_transformer_parameters": [
+        ch10_transformer_parameters,
+        ch10_transformer_parameters_torch,
+        lambda *args: float(ch10_transformer_parameters(*args)),
+        lambda *args: np.int64(ch10_transformer_parameters(*args)),
+    ],
+    "check_greedy_decode": [ch10_greedy_decode, ch10_greedy_decode_array],
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "answer"),
+    [(name, answer) for name, answers in CH10_CHECKERS.items() for answer in answers],
+)
+def test_ch10_correct_answers_pass(name, answer):
+    feedback = getattr(exercises, name)(answer)
+    assert feedback.passed and feedback.attempted, feedback.message
+    assert repr(feedback).startswith("✔ Correct.")
+
+
+@pytest.mark.parametrize("name", CH10_CHECKERS)
+def test_ch10_untouched_stubs_are_not_attempted(name):
+    feedback = getattr(exercises, name)(ch10_stub)
+    assert not feedback.passed and not feedback.attempted
+    assert "NotImplementedError" in feedback.message
+
+
+def assert_ch10_mistake(feedback, *fragments):
+    assert feedback.attempted and not feedback.passed, feedback.message
+    for fragment in fragments:
+        assert fragment in feedback.message, feedback.message
+
+
+def ch10_overwrite_in_place(tgt, bos_id):
+    tgt[:, 1:] = tgt[:, :-1].copy()
+    tgt[:, 0] = bos_id
+    return tgt
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (
+            lambda tgt, bos: np.concatenate([tgt[:, 1:], np.zeros_like(tgt[:, :1])], axis=1),
+            ["to the LEFT"],
+        ),
+        (lambda tgt, bos: np.roll(tgt, 1, axis=1), ["np.roll", "LAST target token"]),
+        (
+            lambda tgt, bos: np.concatenate([np.full((len(tgt), 1), bos), tgt[:, 1:]], axis=1),
+            ["writes <bos> over the first target token"],
+        ),
+        (
+            lambda tgt, bos: np.concatenate([tgt[:, :-1], np.full((len(tgt), 1), bos)], axis=1),
+            ["at the END"],
+        ),
+        (
+            lambda tgt, bos: np.concatenate([np.full((len(tgt), 1), bos), tgt], axis=1),
+            ["one column too many", "drop the last target token"],
+        ),
+        (lambda tgt, bos: ch10_shift_right(tgt, 1), ["not bos_id = 3"]),
+        (lambda tgt, bos: ch10_shift_right(tgt, bos).astype(float), ["dtype float64"]),
+        (
+            lambda tgt, bos: np.concatenate([np.full((1, tgt.shape[1]), bos), tgt[:-1]], axis=0),
+            ["axis 0, the batch axis"],
+        ),
+        (ch10_overwrite_in_place, ["changed the target it was given"]),
+        (lambda tgt, bos: None, ["forget the `return`"]),
+        (lambda tgt, bos: tgt, ["expected 1 (bos_id)"]),
+    ],
+)
+def test_ch10_shift_right_names_typical_mistakes(answer, fragments):
+    assert_ch10_mistake(exercises.check_shift_right(answer), *fragments)
+
+
+def ch10_causal(tgt):
+    return np.tril(np.ones((tgt.shape[1],) * 2, dtype=bool))
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (lambda tgt, pad: ~ch10_decoder_self_mask(tgt, pad), ["'True = ignore'"]),
+        (
+            lambda tgt, pad: np.broadcast_to(
+                ch10_causal(tgt), (len(tgt),) + ch10_causal(tgt).shape
+            ),
+            ["only the causal mask"],
+        ),
+        (lambda tgt, pad: ch10_causal(tgt), ["(T, T): one mask for the whole batch"]),
+        (lambda tgt, pad: (tgt != pad)[:, None, :], ["only the padding part"]),
+        (
+            lambda tgt, pad: np.broadcast_to(
+                (tgt != pad)[:, None, :], (len(tgt),) + (tgt.shape[1],) * 2
+            ),
+            ["not the future"],
+        ),
+        (lambda tgt, pad: ch10_causal(tgt) & (tgt != pad)[:, :, None], ["QUERIES (rows)"]),
+        (
+            lambda tgt, pad: ch10_decoder_self_mask(tgt, pad) & (tgt != pad)[:, :, None],
+            ["empties the rows of the padding queries"],
+        ),
+        (
+            lambda tgt, pad: (
+                np.triu(np.ones((tgt.shape[1],) * 2, dtype=bool)) & (tgt != pad)[:, None, :]
+            ),
+            ["FUTURE"],
+        ),
+        (
+            lambda tgt, pad: (
+                np.tril(np.ones((tgt.shape[1],) * 2, dtype=bool), k=-1) & (tgt != pad)[:, None, :]
+            ),
+            ["hides the diagonal"],
+        ),
+        (lambda tgt, pad: ch10_decoder_self_mask(tgt, 0), ["pad_id = 9"]),
+        (lambda tgt, pad: ch10_decoder_self_mask(tgt, pad).astype(int), ["must be boolean"]),
+    ],
+)
+def test_ch10_decoder_self_mask_names_typical_mistakes(answer, fragments):
+    assert_ch10_mistake(exercises.check_decoder_self_mask(answer), *fragments)
+
+
+def ch10_count_with(**changes):
+    """A parameter count with one typical mistake."""
+
+    def count(vocab_size, d_model, d_ff, n_layers, tied):
+        attention = 4 * d_model**2 + 4 * d_model
+        feed_forward = 2 * d_model * d_ff + d_ff + d_model
+        encoder = attention + feed_forward + 4 * d_model
+        decoder = changes.get("n_attention", 2) * attention + feed_forward
+        decoder += changes.get("n_norms", 3) * 2 * d_model
+        n_matrices = changes.get("tied_matrices", 1) if tied else changes.get("untied_matrices", 3)
+        total = n_matrices * vocab_size * d_model + n_layers * (encoder + decoder)
+        return total + changes.get("extra", lambda v, d: 0)(vocab_size, d_model)
+
+    return count
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (ch10_count_with(n_attention=1, n_norms=2), ["counted like an encoder layer"]),
+        (ch10_count_with(n_attention=1), ["you counted one"]),
+        (ch10_count_with(n_norms=2), ["three layer norms"]),
+        (ch10_count_with(tied_matrices=3), ["ONE V × D matrix, counted once"]),
+        (ch10_count_with(tied_matrices=0), ["embedding matrix (V × D) is missing"]),
+        (ch10_count_with(untied_matrices=2), ["you counted two"]),
+        (ch10_count_with(extra=lambda v, d: v), ["no bias"]),
+        (ch10_count_with(extra=lambda v, d: 4 * d), ["no final layer norm"]),
+        (lambda *args: None, ["forget the `return`"]),
+        (lambda *args: 1.5, ["whole number"]),
+        (lambda *args: [1, 2], ["one whole number"]),
+        (lambda *args: 12, ["returned 12, expected 63,082,496"]),
+    ],
+)
+def test_ch10_transformer_parameters_names_typical_mistakes(answer, fragments):
+    assert_ch10_mistake(exercises.check_transformer_parameters(answer), *fragments)
+
+
+def ch10_decode_with(
+    *,
+    keep_bos=True,
+    keep_eos=True,
+    stop=True,
+    extra=0,
+    pick=np.argmax,
+    prefix=lambda tokens: tokens,
+):
+    def decode(next_token_logits, bos_id, eos_id, max_new_tokens):
+        tokens = [bos_id]
+        for _ in range(max_new_tokens + extra):
+            tokens.append(int(pick(next_token_logits(prefix(tokens)))))
+            if stop and tokens[-1] == eos_id:
+                break
+        if not keep_eos and tokens[-1] == eos_id:
+            tokens = tokens[:-1]
+        return tokens if keep_bos else tokens[1:]
+
+    return decode
+
+
+def ch10_sampling_decode(next_token_logits, bos_id, eos_id, max_new_tokens):
+    rng = np.random.default_rng()
+    tokens = [bos_id]
+    for _ in range(max_new_tokens):
+        logits = next_token_logits(tokens)
+        probabilities = np.exp(logits - logits.max())
+        tokens.append(int(rng.choice(len(logits), p=probabilities / probabilities.sum())))
+        if tokens[-1] == eos_id:
+            break
+    return tokens
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (ch10_decode_with(keep_bos=False), ["without <bos> at the start"]),
+        (ch10_decode_with(keep_eos=False), ["leaves it out"]),
+        (ch10_decode_with(stop=False), ["keeps writing after <eos>"]),
+        (ch10_decode_with(extra=1), ["more than max_new_tokens = 3"]),
+        (ch10_decode_with(extra=-1), ["it should add up to"]),
+        (ch10_decode_with(pick=np.argmin), ["LOWEST score"]),
+        (ch10_decode_with(prefix=lambda tokens: tokens[-1:]), ["pass the WHOLE prefix"]),
+        (
+            ch10_decode_with(prefix=lambda tokens: tokens[1:] or tokens),
+            ["next_token_logits with [7]"],
+        ),
+        (lambda f, b, e, m: None, ["forget the `return`"]),
+        (lambda f, b, e, m: [[1.0, 2.0]], ["flat list of integer token ids"]),
+    ],
+)
+def test_ch10_greedy_decode_names_typical_mistakes(answer, fragments):
+    assert_ch10_mistake(exercises.check_greedy_decode(answer), *fragments)
+
+
+def test_ch10_greedy_decode_notices_sampling():
+    feedback = exercises.check_greedy_decode(ch10_sampling_decode)
+    assert feedback.attempted and not feedback.passed

@@ -380,3 +380,540 @@ def test_ch6_mask_and_weights_rejects_bad_input_and_draws_into_given_axes():
         is fig
     )
     assert axes[0, 0].get_title() == "" and axes[1, 0].get_title() == "mask: causal (length 3)"
+
+
+# --- Chapter 7: multi-head attention ---
+
+CH7_NUMBERS = np.arange(24).reshape(4, 6)  # (T, D): entry 6 t + f
+CH7_TOKENS = ["the", "cat", "sat", "down"]
+
+
+def ch7_cells(ax):
+    """{number: (face colour, x, y)} of the cells drawn by head_layout."""
+    numbers = [text for text in ax.texts if text.get_text().isdigit() and text.get_fontsize() == 10]
+    cells = [patch for patch in ax.patches if patch.get_fill() and patch.get_width() == 1]
+    assert len(numbers) == len(cells)
+    return {
+        int(text.get_text()): (tuple(cell.get_facecolor()), *cell.get_xy())
+        for text, cell in zip(numbers, cells, strict=True)
+    }
+
+
+def test_ch7_head_layout_colours_every_feature_by_its_head_and_labels_its_origin():
+    fig = plotting.head_layout(CH7_NUMBERS, "T D", n_heads=2, tokens=CH7_TOKENS, title="x")
+    ax = fig.axes[0]
+    cells = ch7_cells(ax)
+    assert sorted(cells) == list(range(24))
+    head_0, head_1 = cells[0][0], cells[3][0]
+    assert head_0 != head_1
+    assert all(cells[n][0] == (head_0 if n % 6 < 3 else head_1) for n in range(24))
+    assert cells[9][1:] == (3, 1)  # feature 3 of token 1: column 3, row 1
+    texts = [text.get_text() for text in ax.texts]
+    assert "t1 f3" in texts and "cat" in texts and "f5" in texts and ax.get_title() == "x"
+    # The labels inside the cells are left out of the layout (it need not measure them), the
+    # token labels around the grid are not.
+    in_layout = {text.get_text(): text.get_in_layout() for text in ax.texts}
+    assert not in_layout["t1 f3"] and not in_layout["9"] and in_layout["cat"]
+
+
+def test_ch7_head_layout_draws_one_grid_per_head_after_the_transpose():
+    split = CH7_NUMBERS.reshape(4, 2, 3).transpose(1, 0, 2)  # (H, T, D_h)
+    ax = plotting.head_layout(split, "H T D_h", n_heads=2, tokens=CH7_TOKENS).axes[0]
+    cells = ch7_cells(ax)
+    texts = [text.get_text() for text in ax.texts]
+    assert "head 0" in texts and "head 1" in texts and "down" in texts
+    # Head 1's grid lies to the right of head 0's and holds features 3..5 only.
+    assert cells[3][1] > cells[2][1] and {cells[n][0] for n in (3, 4, 5, 21)} == {cells[3][0]}
+    wrong = CH7_NUMBERS.reshape(2, 4, 3)  # the missing-transpose bug: head 0 gets two colours
+    bug_cells = ch7_cells(plotting.head_layout(wrong, "H T D_h", n_heads=2).axes[0])
+    assert bug_cells[0][0] != bug_cells[3][0] and bug_cells[3][1] == bug_cells[0][1]
+
+
+def test_ch7_head_layout_one_grid_per_token_after_the_reshape():
+    ax = plotting.head_layout(CH7_NUMBERS.reshape(4, 2, 3), "T H D_h", n_heads=2).axes[0]
+    texts = [text.get_text() for text in ax.texts]
+    assert [f"token t{t}" in texts for t in range(4)] == [True] * 4 and "head 1" in texts
+
+
+def test_ch7_head_layout_rejects_bad_input_and_draws_into_given_axes():
+    with pytest.raises(ValueError, match="layout must be one of"):
+        plotting.head_layout(CH7_NUMBERS, "B T D", n_heads=2)
+    with pytest.raises(ValueError, match=r"values must have shape \(H, T, D_h\)"):
+        plotting.head_layout(CH7_NUMBERS, "H T D_h", n_heads=2)
+    with pytest.raises(ValueError, match="each number 0 … T·D − 1"):
+        plotting.head_layout(CH7_NUMBERS + 1, "T D", n_heads=2)
+    with pytest.raises(ValueError, match="do not hold n_heads = 4"):
+        plotting.head_layout(CH7_NUMBERS, "T D", n_heads=4)
+    with pytest.raises(ValueError, match="do not hold n_heads = 3"):
+        plotting.head_layout(CH7_NUMBERS.reshape(2, 4, 3), "H T D_h", n_heads=3)
+    with pytest.raises(ValueError, match="tokens must hold T = 4 labels"):
+        plotting.head_layout(CH7_NUMBERS, "T D", n_heads=2, tokens=["a"])
+    fig = Figure()
+    axes = fig.subplots(1, 2)
+    assert plotting.head_layout(CH7_NUMBERS, "T D", n_heads=3, ax=axes[1]) is fig
+    assert not axes[0].texts and axes[1].texts
+
+
+def test_ch7_head_weights_draws_every_head_on_one_colour_scale():
+    weights = np.stack([np.eye(3), np.full((3, 3), 1 / 3)])  # (H, T, T)
+    fig = plotting.head_weights(weights, ["a", "b", "c"], titles=["previous", "uniform"])
+    heatmaps = fig.axes[:2]  # the colour bars come after the panels
+    assert [ax.get_title() for ax in heatmaps] == ["previous", "uniform"]
+    for ax, expected in zip(heatmaps, weights, strict=True):
+        np.testing.assert_array_equal(ax.images[0].get_array(), expected)
+        assert ax.images[0].get_clim() == (0.0, 1.0)
+    assert [label.get_text() for label in heatmaps[1].get_xticklabels()] == ["a", "b", "c"]
+    assert heatmaps[1].texts[0].get_text() == "0.33"
+    assert not heatmaps[1].texts[0].get_in_layout()  # inside its cell: not measured by the layout
+    assert len(fig.axes) == 3 and fig.axes[2].get_ylabel() == "weight"  # one shared colour bar
+
+
+def test_ch7_head_weights_rejects_bad_input_and_draws_into_given_axes():
+    with pytest.raises(ValueError, match=r"shape \(H, T_q, T_k\)"):
+        plotting.head_weights(np.eye(3), ["a", "b", "c"])
+    with pytest.raises(ValueError, match="labels do not fit weights of shape"):
+        plotting.head_weights(np.zeros((2, 3, 3)), ["a", "b"])
+    with pytest.raises(ValueError, match="titles must hold H = 2"):
+        plotting.head_weights(np.zeros((2, 3, 3)), ["a", "b", "c"], titles=["x"])
+    with pytest.raises(ValueError, match=r"in \[0, 1\]"):
+        plotting.head_weights(np.full((1, 3, 3), 2.0), ["a", "b", "c"])
+    with pytest.raises(ValueError, match="axes must hold H = 2"):
+        plotting.head_weights(np.zeros((2, 3, 3)), ["a", "b", "c"], axes=Figure().subplots(1, 3))
+    fig = Figure()
+    axes = fig.subplots(2, 2)
+    weights = np.full((2, 1, 3), 1 / 3)  # cross-attention: T_q = 1 query, T_k = 3 keys
+    assert plotting.head_weights(weights, ["q"], key_tokens=["a", "b", "c"], axes=axes[1]) is fig
+    assert axes[0, 0].get_title() == "" and axes[1, 1].get_title() == "head 1"
+
+
+# --- Chapter 8: positional encoding ---
+
+
+def test_ch8_encoding_heatmap_draws_the_matrix_with_labels_and_a_centred_colour_bar():
+    from selfattn_lib.positional import sinusoidal_encoding
+
+    encoding = sinusoidal_encoding(10, 6)
+    fig = plotting.encoding_heatmap(encoding, title="PE")
+    ax, colorbar = fig.axes
+    image = ax.images[0]
+    np.testing.assert_array_equal(image.get_array(), encoding)
+    assert image.get_cmap().name == plotting.DIVERGING_CMAP
+    assert image.get_clim() == (-1.0, 1.0)  # symmetric, so 0 is white
+    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_title()) == ("dimension", "position", "PE")
+    assert colorbar.get_ylabel() == "encoding value"
+    assert len(ax.texts) == 0  # no cell labels on a large matrix
+
+
+def test_ch8_encoding_heatmap_non_negative_data_and_bad_input():
+    fig = plotting.encoding_heatmap(np.ones((3, 3)), xlabel="position", colorbar_label="dot")
+    assert fig.axes[0].images[0].get_cmap().name == plotting.SEQUENTIAL_CMAP
+    assert fig.axes[0].get_xlabel() == "position" and fig.axes[1].get_ylabel() == "dot"
+    with pytest.raises(ValueError, match=r"2-D \(T, D\), got shape \(3,\)"):
+        plotting.encoding_heatmap(np.ones(3))
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        plotting.encoding_heatmap(np.array([[0.0, np.nan]]))
+    fig = Figure()
+    left, right = fig.subplots(1, 2)
+    assert plotting.encoding_heatmap(np.eye(2), ax=right) is fig
+    assert len(left.images) == 0 and len(right.images) == 1
+
+
+def test_ch8_wavelength_plot_draws_a_geometric_sequence_on_a_log_axis():
+    fig = plotting.wavelength_plot(16, base=100.0)
+    ax = fig.axes[0]
+    wavelengths = ax.lines[0].get_ydata()
+    expected = 2 * np.pi * 100.0 ** (np.arange(0, 16, 2) / 16)
+    np.testing.assert_allclose(wavelengths, expected)
+    np.testing.assert_allclose(wavelengths[1:] / wavelengths[:-1], 100.0 ** (2 / 16))
+    assert ax.get_yscale() == "log"
+    references = sorted(line.get_ydata()[0] for line in ax.lines[1:])
+    np.testing.assert_allclose(references, [2 * np.pi, 2 * np.pi * 100.0])
+    assert wavelengths.max() < 2 * np.pi * 100.0  # the slowest pair never reaches 2π · base
+    assert "D = 16" in ax.get_title() and "wavelength" in ax.get_ylabel()
+
+
+@pytest.mark.parametrize(
+    ("d_model", "base", "error", "message"),
+    [
+        (7, 10000.0, ValueError, "d_model must be even"),
+        (0, 10000.0, ValueError, "d_model must be a positive integer"),
+        (8, -1.0, ValueError, "base must be a finite positive number"),
+    ],
+)
+def test_ch8_wavelength_plot_rejects_bad_input(d_model, base, error, message):
+    with pytest.raises(error, match=message):
+        plotting.wavelength_plot(d_model, base=base)
+
+
+def test_ch8_positional_waves_marks_the_value_and_highlights_the_dimension():
+    from selfattn_lib.positional import sinusoidal_encoding
+
+    encoding = sinusoidal_encoding(32, 8)
+    fig = plotting.positional_waves(8, position=5, dimension=3, max_len=32)
+    wave_ax, vector_ax = fig.axes
+    dots = wave_ax.lines[2]  # the integer positions of the chosen dimension
+    np.testing.assert_allclose(dots.get_ydata(), encoding[:, 3])
+    marker = wave_ax.lines[-1]
+    assert marker.get_xdata()[0] == 5 and marker.get_ydata()[0] == pytest.approx(encoding[5, 3])
+    assert "dimension 3 (pair 1)" in wave_ax.get_title()
+    assert "wavelength 62.83" in wave_ax.get_title()
+    labels = [text.get_text() for text in wave_ax.get_legend().get_texts()]
+    assert labels == ["dim 2 = sin(pos · ω_1)", "dim 3 = cos(pos · ω_1)"]
+    heights = [patch.get_height() for patch in vector_ax.patches]
+    np.testing.assert_allclose(heights, encoding[5])
+    colours = {patch.get_facecolor() for i, patch in enumerate(vector_ax.patches) if i != 3}
+    assert len(colours) == 1 and vector_ax.patches[3].get_facecolor() not in colours
+    assert vector_ax.get_title() == "PE[5], all 8 dimensions"
+
+
+def test_ch8_positional_waves_rejects_bad_input_and_draws_into_given_axes():
+    with pytest.raises(ValueError, match=r"position must be in \[0, 64\), got 64"):
+        plotting.positional_waves(8, position=64, dimension=0)
+    with pytest.raises(ValueError, match=r"dimension must be in \[0, 8\), got -1"):
+        plotting.positional_waves(8, position=0, dimension=-1)
+    with pytest.raises(ValueError, match="d_model must be even"):
+        plotting.positional_waves(5, position=0, dimension=0)
+    with pytest.raises(ValueError, match="max_len must be a positive integer"):
+        plotting.positional_waves(8, position=0, dimension=0, max_len=0)
+    with pytest.raises(ValueError, match="2 axes"):
+        plotting.positional_waves(8, 0, 0, axes=Figure().subplots(1, 3))
+    fig = Figure()
+    axes = fig.subplots(2, 2)
+    assert plotting.positional_waves(8, 1, 0, axes=axes[1]) is fig
+    assert axes[0, 0].get_title() == "" and axes[1, 1].get_title() == "PE[1], all 8 dimensions"
+
+
+# --- Chapter 11: attention at scale ---
+
+
+def test_ch11_scaling_plot_draws_log_log_series_and_reference_slopes():
+    sizes = [64, 128, 256, 512]
+    fig = plotting.scaling_plot(
+        sizes,
+        {"quadratic": [1.0, 4.0, 16.0, 64.0], "linear": [2.0, 4.0, 8.0, 16.0]},
+        reference_slopes=(1, 2),
+        ylabel="seconds",
+        title="cost",
+    )
+    ax = fig.axes[0]
+    assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
+    assert (ax.get_ylabel(), ax.get_title()) == ("seconds", "cost")
+    assert [line.get_label() for line in ax.lines] == ["quadratic", "linear", "slope 1", "slope 2"]
+    slope_1, slope_2 = ax.lines[2].get_ydata(), ax.lines[3].get_ydata()
+    np.testing.assert_allclose(slope_2, [1.0, 4.0, 16.0, 64.0])  # through (512, 64)
+    np.testing.assert_allclose(slope_1, [8.0, 16.0, 32.0, 64.0])
+    assert [text.get_text() for text in ax.get_legend().get_texts()][:2] == ["quadratic", "linear"]
+
+
+@pytest.mark.parametrize(
+    ("sizes", "series", "message"),
+    [
+        ([1], {"a": [1.0]}, "at least 2 positive"),
+        ([1, -2], {"a": [1.0, 2.0]}, "at least 2 positive"),
+        ([1, 2], {}, "at least one named"),
+        ([1, 2], {"a": [1.0, 0.0]}, "'a' must hold 2 positive"),
+        ([1, 2], {"a": [1.0, 2.0, 3.0]}, r"got shape \(3,\)"),
+    ],
+)
+def test_ch11_scaling_plot_rejects_bad_input(sizes, series, message):
+    with pytest.raises(ValueError, match=message):
+        plotting.scaling_plot(sizes, series)
+
+
+def test_ch11_scaling_plot_draws_into_given_axes():
+    fig = Figure()
+    axes = fig.subplots(1, 2)
+    assert plotting.scaling_plot([1, 2], {"a": [1.0, 2.0]}, ax=axes[1]) is fig
+    assert not axes[0].lines and len(axes[1].lines) == 3
+
+
+def test_ch11_block_schedule_numbers_the_key_blocks_and_tracks_max_and_sum():
+    scores = np.array([[0.0, 2.0, 1.0, 3.0, -1.0], [5.0, 0.0, 0.0, 0.0, 0.0]])
+    fig = plotting.block_schedule(scores, 2, row=0)
+    grid_ax, max_ax, sum_ax = fig.axes[:3]
+    steps = np.asarray(grid_ax.images[0].get_array())
+    np.testing.assert_array_equal(steps, [[1, 1, 2, 2, 3], [1, 1, 2, 2, 3]])
+    assert [text.get_text() for text in grid_ax.texts] == ["1", "2", "3"]
+    assert grid_ax.get_title() == "step = key block: 3 steps, tile 2 × 2 (direct: 2 × 5)"
+    # Running maximum after each block: 2, 3, 3; the dashed line is the row's maximum.
+    maxima = [segments.get_segments()[0][0][1] for segments in max_ax.collections[1:]]
+    assert maxima == [2.0, 3.0, 3.0]
+    # Running sums: block 1 against max 2; rescaled to max 3 in block 2; the final sum is
+    # the softmax denominator of the row.
+    sums = [bar.get_height() for bar in sum_ax.patches]
+    np.testing.assert_allclose(sums[0], np.exp(-2.0) + 1.0)
+    np.testing.assert_allclose(sums[1], (np.exp(-2.0) + 1.0) * np.exp(-1.0) + np.exp(-2.0) + 1.0)
+    np.testing.assert_allclose(sums[-1], np.exp(scores[0] - 3.0).sum())
+    assert [text.get_text() for text in sum_ax.texts] == ["m grew:\nℓ rescaled"]
+    assert sum_ax.lines[0].get_ydata()[0] == pytest.approx(np.exp(scores[0] - 3.0).sum())
+
+
+def test_ch11_block_schedule_one_block_is_the_direct_softmax():
+    scores = np.random.default_rng(0).normal(size=(4, 6))
+    fig = plotting.block_schedule(scores, 8, row=3)
+    assert fig.axes[0].get_title() == "step = key block: 1 steps, tile 4 × 6 (direct: 4 × 6)"
+    (bar,) = fig.axes[2].patches
+    assert bar.get_height() == pytest.approx(np.exp(scores[3] - scores[3].max()).sum())
+    outline = fig.axes[0].patches[0]
+    assert outline.get_y() == 2.5  # query 3 is outlined
+
+
+@pytest.mark.parametrize(
+    ("scores", "block_size", "row", "error", "message"),
+    [
+        (np.zeros(4), 2, 0, ValueError, r"shape \(T_q, T_k\)"),
+        (np.full((2, 2), np.inf), 2, 0, ValueError, "finite"),
+        (np.zeros((2, 2)), 0, 0, ValueError, "at least 1"),
+        (np.zeros((2, 2)), 1.5, 0, TypeError, "integer"),
+        (np.zeros((2, 2)), 1, 2, ValueError, r"query index in 0 … 1"),
+    ],
+)
+def test_ch11_block_schedule_rejects_bad_input(scores, block_size, row, error, message):
+    with pytest.raises(error, match=message):
+        plotting.block_schedule(scores, block_size, row=row)
+
+
+def test_ch11_block_schedule_draws_into_given_axes():
+    fig = Figure()
+    axes = fig.subplots(2, 3)
+    assert plotting.block_schedule(np.zeros((3, 4)), 2, axes=axes[1]) is fig
+    assert axes[0, 0].get_title() == "" and axes[1, 0].get_title().startswith("step = key block")
+    with pytest.raises(ValueError, match="3 axes"):
+        plotting.block_schedule(np.zeros((3, 4)), 2, axes=axes[0][:2])
+
+
+# --- Chapter 9 ---
+
+
+@pytest.mark.parametrize(
+    ("norm_first", "steps", "title"),
+    [
+        (
+            False,
+            [
+                "multi-head self-attention",
+                "+",
+                "layer norm",
+                "feed-forward (each position)",
+                "+",
+                "layer norm",
+            ],
+            "Post-norm (the paper): LN(x + Sublayer(x))",
+        ),
+        (
+            True,
+            [
+                "layer norm",
+                "multi-head self-attention",
+                "+",
+                "layer norm",
+                "feed-forward (each position)",
+                "+",
+            ],
+            "Pre-norm: x + Sublayer(LN(x))",
+        ),
+    ],
+)
+def test_ch9_encoder_layer_diagram_draws_the_steps_in_order(norm_first, steps, title):
+    fig = plotting.encoder_layer_diagram(norm_first=norm_first)
+    ax = fig.axes[0]
+    labelled = [text for text in ax.texts if text.get_text()]  # arrows have no text
+    texts = [text.get_text() for text in labelled]
+    assert texts[0] == "x  (B, T, D)"
+    assert texts[1:7] == steps
+    assert texts[-1] == "residual\n(identity)"
+    assert ax.get_title() == title
+    skip_lines = [line for line in ax.lines if line.get_color() == plotting.OKABE_ITO[1]]
+    assert len(skip_lines) == 4  # two residual paths, each a polyline and its starting dot
+    heights = [text.get_position()[1] for text in labelled[:8]]
+    assert heights == sorted(heights), "the flow goes from the bottom to the top"
+    arrows = [text for text in ax.texts if not text.get_text()]
+    assert len(arrows) == 7 + 2  # one per step of the main path, one per residual path
+
+
+def test_ch9_encoder_layer_diagram_draws_into_given_axes():
+    fig = Figure()
+    left, right = fig.subplots(1, 2)
+    assert plotting.encoder_layer_diagram(ax=right) is fig
+    assert left.get_title() == "" and right.get_title().startswith("Post-norm")
+
+
+def test_ch9_normalization_axes_highlights_a_row_and_a_column():
+    labels = ["the", "cat", "dogs", "<pad>"]
+    fig = plotting.normalization_axes(labels, 3, token=1, feature=2, tokens_per_sequence=2)
+    layer_ax, batch_ax = fig.axes
+    assert layer_ax.get_title().startswith("layer norm")
+    assert batch_ax.get_title().startswith("batch norm")
+    for ax, (x0, y0, width, height) in ((layer_ax, (0, 1, 3, 1)), (batch_ax, (2, 0, 1, 4))):
+        *pads, highlight = ax.patches
+        assert len(pads) == 1 and pads[0].get_hatch() == "//"
+        assert pads[0].get_y() == 3 and pads[0].get_width() == 3
+        assert (highlight.get_x(), highlight.get_y()) == (x0, y0)
+        assert (highlight.get_width(), highlight.get_height()) == (width, height)
+        assert [label.get_text() for label in ax.get_yticklabels()] == labels
+        assert ax.get_xlabel() == "feature (D axis)"
+        assert [line.get_ydata()[0] for line in ax.lines] == [2]  # between the two sequences
+    assert layer_ax.get_ylim() == (4, 0)  # the first token at the top
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"row_labels": []}, "at least one token"),
+        ({"n_features": 0}, "positive integer"),
+        ({"n_features": 2.5}, "positive integer"),
+        ({"token": 3}, r"token must be in \[0, 3\)"),
+        ({"feature": 4}, r"feature must be in \[0, 4\)"),
+        ({"tokens_per_sequence": 2}, "must divide the 3 rows"),
+    ],
+)
+def test_ch9_normalization_axes_rejects_bad_input(kwargs, message):
+    arguments = {"row_labels": ["a", "b", "<pad>"], "n_features": 4, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        plotting.normalization_axes(**arguments)
+
+
+def test_ch9_normalization_axes_needs_two_axes():
+    fig = Figure()
+    axes = fig.subplots(1, 3)
+    with pytest.raises(ValueError, match="2 axes"):
+        plotting.normalization_axes(["a"], 2, axes=axes)
+    assert plotting.normalization_axes(["a"], 2, axes=axes[1:]) is fig
+
+
+def test_ch9_depth_curves_draws_one_line_per_variant_on_a_log_axis():
+    curves = {"no residual": [1.0, 0.1, 0.01], "residual": [1.0, 1.5, 2.0]}
+    fig = plotting.depth_curves([1, 2, 4], curves, ylabel="gradient", title="t")
+    ax = fig.axes[0]
+    assert ax.get_yscale() == "log" and ax.get_xscale() == "linear"
+    assert [line.get_label() for line in ax.lines] == list(curves)
+    assert ax.lines[1].get_ydata().tolist() == [1.0, 1.5, 2.0]
+    assert ax.lines[0].get_color() == plotting.OKABE_ITO[0]
+    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_title()) == (
+        "number of layers",
+        "gradient",
+        "t",
+    )
+    logged = plotting.depth_curves([1, 2, 4], curves, logx=True).axes[0]
+    assert logged.get_xscale() == "log"
+    assert [label.get_text() for label in logged.get_xticklabels()] == ["1", "2", "4"]
+
+
+@pytest.mark.parametrize(
+    ("depths", "curves", "logx", "message"),
+    [
+        ([], {"a": []}, False, "non-empty 1-D"),
+        ([1, 2], {}, False, "at least one line"),
+        ([1, 2], {"a": [1.0]}, False, r"curve 'a' has shape \(1,\)"),
+        ([1, 2], {"a": [1.0, 0.0]}, False, "positive and finite"),
+        ([1, 2], {"a": [1.0, np.nan]}, False, "positive and finite"),
+        ([0, 2], {"a": [1.0, 2.0]}, True, "logarithmic x axis"),
+    ],
+)
+def test_ch9_depth_curves_rejects_bad_input(depths, curves, logx, message):
+    with pytest.raises(ValueError, match=message):
+        plotting.depth_curves(depths, curves, logx=logx)
+
+
+def test_ch9_depth_curves_draws_into_given_axes():
+    fig = Figure()
+    left, right = fig.subplots(1, 2)
+    assert plotting.depth_curves([1, 2], {"a": [1.0, 2.0]}, ax=left) is fig
+    assert len(left.lines) == 1 and len(right.lines) == 0
+
+
+def test_ch9_depth_curves_colour_groups_share_a_colour_and_vary_the_line_style():
+    curves = {"A first": [1.0, 2.0], "A last": [2.0, 3.0], "B first": [1.0, 1.5], "B last": [3, 4]}
+    ax = plotting.depth_curves([1, 2], curves, colour_groups=[0, 0, 1, 1]).axes[0]
+    colours = [line.get_color() for line in ax.lines]
+    assert colours == [plotting.OKABE_ITO[0]] * 2 + [plotting.OKABE_ITO[1]] * 2
+    assert [line.get_linestyle() for line in ax.lines] == ["-", "--", "-", "--"]
+    default = plotting.depth_curves([1, 2], curves).axes[0]
+    assert [line.get_color() for line in default.lines] == list(plotting.OKABE_ITO[:4])
+    assert {line.get_linestyle() for line in default.lines} == {"-"}
+
+
+@pytest.mark.parametrize("groups", [[0], [0, -1], [0, 1.5]])
+def test_ch9_depth_curves_rejects_bad_colour_groups(groups):
+    with pytest.raises(ValueError, match="colour_groups"):
+        plotting.depth_curves([1, 2], {"a": [1.0, 2.0], "b": [1.0, 2.0]}, colour_groups=groups)
+
+
+# --- Chapter 10 ---
+
+
+def test_ch10_visible_characters_shows_spaces():
+    assert plotting.visible_characters(list("1 May")) == ["1", "␣", "M", "a", "y"]
+    assert plotting.visible_characters(["<bos>", "-"]) == ["<bos>", "-"]
+
+
+def test_ch10_loss_curve_draws_losses_average_and_learning_rates():
+    losses = np.linspace(2.0, 0.1, 20)
+    rates = np.linspace(1e-4, 1e-3, 20)
+    fig = plotting.loss_curve(losses, learning_rates=rates, window=5)
+    loss_ax, rate_ax = fig.axes
+    raw, average = loss_ax.lines
+    np.testing.assert_allclose(raw.get_ydata(), losses)
+    np.testing.assert_allclose(average.get_ydata(), np.convolve(losses, np.ones(5) / 5, "valid"))
+    assert average.get_xdata()[0] == 5  # the first full window ends at step 5
+    assert loss_ax.get_yscale() == "log" and loss_ax.get_xlabel() == "training step"
+    np.testing.assert_allclose(rate_ax.lines[0].get_ydata(), rates)
+    assert rate_ax.get_ylabel() == "learning rate"
+    assert len(plotting.loss_curve(losses).axes) == 1
+    assert len(plotting.loss_curve([1.0, 0.5], window=10).axes[0].lines[1].get_ydata()) == 1
+
+
+@pytest.mark.parametrize(
+    ("losses", "options", "message"),
+    [
+        ([], {}, "non-empty 1-D"),
+        ([1.0, 0.0], {}, "positive and finite"),
+        ([1.0, np.nan], {}, "positive and finite"),
+        ([1.0, 0.5], {"window": 0}, "window must be a positive integer"),
+        ([1.0, 0.5], {"learning_rates": [1e-3]}, "one value per step"),
+        ([1.0, 0.5], {"axes": []}, "axes must hold 1 axes"),
+    ],
+)
+def test_ch10_loss_curve_rejects_bad_input(losses, options, message):
+    with pytest.raises(ValueError, match=message):
+        plotting.loss_curve(losses, **options)
+
+
+def test_ch10_cross_attention_maps_per_head_and_mean_on_one_scale():
+    rng = np.random.default_rng(0)
+    weights = rng.dirichlet(np.ones(5), size=(3, 4))  # (H, T_tgt, T_src), rows sum to 1
+    fig = plotting.cross_attention_maps(weights, list("a b c"), list("xyz") + ["<eos>"])
+    *panels, colorbar = fig.axes
+    assert len(panels) == 4  # 3 heads and the mean, the spare grid cell removed
+    titles = [ax.get_title() for ax in panels]
+    assert titles == ["head 1", "head 2", "head 3", "mean of the 3 heads"]
+    np.testing.assert_allclose(panels[1].images[0].get_array(), weights[1])
+    np.testing.assert_allclose(panels[3].images[0].get_array(), weights.mean(axis=0))
+    assert [t.get_text() for t in panels[0].get_xticklabels()] == ["a", "␣", "b", "␣", "c"]
+    assert [t.get_text() for t in panels[0].get_yticklabels()] == ["x", "y", "z", "<eos>"]
+    assert panels[0].get_xlabel() == "source character (key)"
+    assert panels[0].images[0].get_clim() == (0.0, 1.0)
+    assert colorbar.get_ylabel() == "cross-attention weight"
+
+
+def test_ch10_cross_attention_maps_single_map_into_given_axes():
+    fig = Figure()
+    ax = fig.add_subplot()
+    returned = plotting.cross_attention_maps(
+        np.full((2, 3), 1 / 3), list("abc"), ["1", "2"], title="mean", axes=[ax]
+    )
+    assert returned is fig and ax.get_title() == "mean" and len(fig.axes) == 2
+
+
+@pytest.mark.parametrize(
+    ("weights", "source", "target", "options", "message"),
+    [
+        (np.ones(3), ["a"] * 3, [], {}, r"\(T_tgt, T_src\) or \(H, T_tgt, T_src\)"),
+        (np.ones((2, 3)), ["a"] * 2, ["x"] * 2, {}, "labels do not fit"),
+        (-np.ones((2, 3)), ["a"] * 3, ["x"] * 2, {}, "finite and non-negative"),
+        (np.ones((2, 2, 3)), ["a"] * 3, ["x"] * 2, {"axes": [None]}, "axes must hold 3 axes"),
+    ],
+)
+def test_ch10_cross_attention_maps_rejects_bad_input(weights, source, target, options, message):
+    with pytest.raises(ValueError, match=message):
+        plotting.cross_attention_maps(weights, source, target, **options)
