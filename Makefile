@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: book test execute serve lab lint format clean
+.PHONY: book test execute bench serve lab lint format clean
 
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,12 +21,36 @@ $(STAMP): requirements.txt pyproject.toml
 	@touch $(STAMP)
 
 book: $(STAMP)
+	$(BIN)/python -m tools.instructors_page
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	@echo
 	@echo "The book is built. Open $(CURDIR)/_build/html/index.html"
 	@echo "or run 'make serve' and visit http://localhost:$(PORT)/"
 
-test: $(STAMP)
+# Two more environments run every notebook (tests/test_isolated_run.py, test_colab_run.py):
+# the runtime of requirements.txt alone, and Google Colab's versions (tests/envs/*.txt).
+# The tests install the course's freshly built wheel into them; nothing else of the repository.
+NOTEBOOK_ENVS := .venv-isolated/.installed .venv-colab/.installed
+
+.venv-%/.installed: tests/envs/%.txt
+	rm -rf .venv-$*
+	$(PYTHON) -m venv .venv-$*
+	.venv-$*/bin/python -m pip install --quiet --upgrade pip
+	.venv-$*/bin/python -m pip install --quiet -r $<
+	.venv-$*/bin/python -c "import matplotlib.pyplot"
+	@touch $@
+
+# The accessibility audit of the site (axe-core in Chromium, driven by playwright-core):
+# installed from the npm registry exactly as package-lock.json says.
+A11Y_STAMP := tests/a11y/node_modules/.installed
+
+$(A11Y_STAMP): tests/a11y/package.json tests/a11y/package-lock.json
+	@if command -v npm >/dev/null; then \
+		cd tests/a11y && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error \
+		&& touch node_modules/.installed; \
+	else echo "npm not found: the accessibility audit will be skipped (fails with CI set)"; fi
+
+test: $(STAMP) $(NOTEBOOK_ENVS) $(A11Y_STAMP)
 	$(BIN)/python -m pytest
 
 # Re-run every chapter top to bottom in a fresh kernel and save its outputs (commit them).
@@ -35,6 +59,31 @@ execute: $(STAMP)
 		--ExecutePreprocessor.timeout=120 --ExecutePreprocessor.store_widget_state=False \
 		--ExecutePreprocessor.record_timing=False \
 		notebooks/*.ipynb
+
+# Time every chapter, a clean book build and NumPy vs PyTorch attention; writes
+# benchmarks/results.md (commit it). Not a test: nothing in `make test` depends on timings.
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench.py
+
+# The instructors' page (book/instructors.md) is generated from the notebooks: run this after
+# changing a chapter's opening cell or its exercises (`make book` runs it too), and commit it.
+.PHONY: instructors student retarget
+instructors: $(STAMP)
+	$(BIN)/python -m tools.instructors_page
+
+# Student copies of the chapters, without solutions, run top to bottom: dist/student/.
+student: $(STAMP)
+	rm -rf dist/student
+	$(BIN)/python -m tools.student_copies --output dist/student
+
+# Point a fork at itself: make retarget REPO=https://github.com/<owner>/<name>
+ifeq ($(filter retarget,$(MAKECMDGOALS)),retarget)
+ifndef REPO
+$(error make retarget needs the URL of your fork: make retarget REPO=https://github.com/<owner>/<name>)
+endif
+endif
+retarget: $(STAMP)
+	$(BIN)/python -m tools.retarget "$(REPO)"
 
 serve:
 	@test -f _build/html/index.html || { echo "Nothing to serve: run 'make book' first."; exit 1; }

@@ -1,18 +1,36 @@
 """Small fixes to the HTML that Jupyter Book 1's extensions produce, so that every page loads
-without a console error.
+without a console error and passes the accessibility audit (axe-core, in tests/test_site.py).
 
 sphinx-thebe 0.3.1 registers its inline configuration script (``const THEBE_JS_URL = …``)
 both with Sphinx and with the already-initialised HTML builder, so the script appears twice
 on every notebook page and the second ``const`` declaration throws a SyntaxError in the
 browser. Dropping exact duplicates from the page's script list removes the error and changes
 nothing else.
+
+Three accessibility fixes (axe rules in brackets), each the smallest change that works:
+
+- docutils 0.21 marks each bibliography entry ``role="doc-biblioentry"``, a role ARIA 1.3
+  deprecates and no longer allows on a ``div``, so the entries' ``role="list"`` container
+  has no list items [aria-required-children, critical]. The entries become list items.
+- pydata-sphinx-theme 0.17's search button is labelled "Search" while it shows
+  "Search Ctrl+K", so its name does not contain its visible text
+  [label-content-name-mismatch, serious]. Without the ``aria-label`` the name is the text.
+- Its colour-mode button's icons carry titles ("Light", "Dark", …) that are not part of the
+  button's name "Color mode" [label-content-name-mismatch, serious]. The icons become
+  decorative (Font Awesome hides an icon without a title from screen readers); the button
+  keeps its name and tooltip.
+
+The theme fixes edit the theme's own templates as they are loaded, and fail the build if a
+theme update changes the text they expect, rather than silently doing nothing.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sphinx.application import Sphinx
+from sphinx.errors import ExtensionError
 
 
 def drop_duplicate_scripts(
@@ -30,7 +48,44 @@ def drop_duplicate_scripts(
     context["script_files"] = unique
 
 
+def bibliography_entries_as_list_items(
+    app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
+) -> None:
+    if "body" in context:
+        context["body"] = context["body"].replace('role="doc-biblioentry"', 'role="listitem"')
+
+
+# Theme template -> (pattern, replacement, how many times the pattern must occur).
+THEME_TEMPLATE_FIXES: dict[str, tuple[str, str, int]] = {
+    "search-button-field.html": (re.escape(" aria-label=\"{{ _('Search') }}\""), "", 1),
+    "theme-switcher.html": (r'(<i class="theme-switch[^>]*?) title="[^"]*"', r"\1", 3),
+}
+
+
+def fix_theme_templates(app: Sphinx) -> None:
+    templates = getattr(app.builder, "templates", None)
+    if templates is None:  # not an HTML builder
+        return
+    get_source = templates.get_source
+
+    def fixed_source(environment: Any, template: str) -> tuple[str, str | None, Any]:
+        source, filename, uptodate = get_source(environment, template)
+        if template in THEME_TEMPLATE_FIXES:
+            pattern, replacement, expected = THEME_TEMPLATE_FIXES[template]
+            source, count = re.subn(pattern, replacement, source)
+            if count != expected:
+                raise ExtensionError(
+                    f"course_html: the theme's {template} changed; revisit its fix "
+                    f"({count} matches of {pattern!r}, expected {expected})"
+                )
+        return source, filename, uptodate
+
+    templates.get_source = fixed_source
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     # Run after every other extension has added its page scripts.
     app.connect("html-page-context", drop_duplicate_scripts, priority=900)
+    app.connect("html-page-context", bibliography_entries_as_list_items, priority=900)
+    app.connect("builder-inited", fix_theme_templates)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,188 @@
+"""The instructors' page (book/instructors.md, made by tools/instructors_page.py): committed
+exactly as the generator writes it from the notebooks, listing every published notebook, with
+a dependency diagram that draws the prerequisites the notebooks state."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from course import toc_files
+
+from tools import instructors_page as page
+from tools.repository import Chapter, launch_links, load_config, published_notebooks, read_chapter
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def by_name(path: Path) -> str:
+    return path.stem
+
+
+@pytest.fixture(scope="module")
+def committed() -> str:
+    return page.PAGE.read_text(encoding="utf-8")
+
+
+def test_the_committed_page_is_what_the_generator_writes(committed):
+    assert committed == page.render(), "book/instructors.md is out of date: run `make instructors`"
+    assert page.main(["--check"]) == 0
+
+
+def test_the_page_is_published_before_the_reference_part():
+    files = toc_files()
+    assert "book/instructors" in files
+    assert files.index("book/instructors") < files.index("book/notation")
+
+
+@pytest.mark.parametrize("path", published_notebooks(), ids=by_name)
+def test_every_published_notebook_has_its_section_links_and_box(path, committed):
+    chapter = read_chapter(path)
+    links = launch_links(path, load_config())
+    assert f"[Open in Colab]({links['colab']})" in committed
+    assert f"[Launch Binder]({links['binder']})" in committed
+    assert f"{{doc}}`Read it on this site <../notebooks/{path.stem}>`" in committed
+    assert f'href="../notebooks/{path.stem}.html"' in committed, "a box in the diagram"
+    for exercise in chapter.exercises:
+        assert f"<{exercise.label}>`" in committed or f"{{ref}}`{exercise.label}`" in committed
+    for objective in chapter.objectives:
+        assert page.relink(objective) in committed
+
+
+# --- The pieces ----------------------------------------------------------------------------
+
+
+def entry(number: int, needs: tuple[int, ...] = (), part: int = 0, minutes=None) -> page.Entry:
+    stem = f"{number:02d}_topic"
+    links = ", ".join(f"[chapter {n}]({n:02d}_topic.ipynb)" for n in needs)
+    cells, exercises = minutes or (30, 20)
+    chapter = Chapter(
+        path=Path(f"notebooks/{stem}.ipynb"),
+        title=f"Topic number {number}",
+        number=number,
+        prerequisites=links or "None.",
+        estimated_time=f"About {cells + exercises} minutes: {cells} to read and run the cells, "
+        f"{exercises} for the exercises.",
+    )
+    return page.Entry(chapter, f"notebooks/{stem}", f"Part {part}", part, numbered=True)
+
+
+def test_transitive_reduction_keeps_only_the_edges_no_longer_path_implies():
+    graph = {"a": [], "b": ["a"], "c": ["a", "b"], "d": ["b"], "e": ["a", "d", "c"]}
+    assert page.transitive_reduction(graph) == {
+        "a": [],
+        "b": ["a"],
+        "c": ["b"],
+        "d": ["b"],
+        "e": ["d", "c"],
+    }
+    assert page.layers(graph) == {"a": 0, "b": 1, "c": 2, "d": 2, "e": 3}
+
+
+def test_a_cycle_of_prerequisites_is_an_error():
+    with pytest.raises(ValueError, match="cycle"):
+        page.ancestors({"a": ["b"], "b": ["c"], "c": ["a"]})
+
+
+def boxes_and_arrows(svg: str) -> tuple[dict[str, tuple[float, float, float, float]], list]:
+    root = ET.fromstring(svg)  # well-formed XML
+    boxes = {}
+    for link in root.iter(f"{SVG}a"):
+        rect = link.find(f"{SVG}rect")
+        boxes[link.get("href")] = tuple(
+            float(rect.get(name)) for name in ("x", "y", "width", "height")
+        )
+    arrows = [path for path in root.iter(f"{SVG}path") if path.get("marker-end")]
+    return boxes, arrows
+
+
+def test_the_diagram_draws_one_box_per_chapter_and_one_arrow_per_direct_prerequisite():
+    # A chain 1 → 2 → 3 → 4 (4 also names 2, which 3 implies); 6 needs 4 and 5, which needs
+    # nothing: 5 → 6 is a long edge past three rows, drawn around their boxes.
+    entries = [entry(1), entry(2, (1,)), entry(3, (2,)), entry(4, (2, 3)), entry(5)]
+    entries.append(entry(6, (4, 5), part=1))
+    boxes, arrows = boxes_and_arrows(page.diagram_svg(entries))
+    assert sorted(boxes) == [f"../notebooks/{n:02d}_topic.html" for n in range(1, 7)]
+    assert len(arrows) == 5  # 1→2, 2→3, 3→4, 4→6, 5→6
+    placed = list(boxes.values())
+    for i, (x, y, w, h) in enumerate(placed):
+        for x2, y2, w2, h2 in placed[i + 1 :]:
+            assert x + w <= x2 or x2 + w2 <= x or y + h <= y2 or y2 + h2 <= y, "boxes overlap"
+    # The long arrow 5→6 runs through its own waypoints, never through a box.
+    long_arrow = max(arrows, key=lambda path: path.get("d").count(" L "))
+    runs = re.findall(r"([\d.]+) ([\d.]+) L ([\d.]+) ([\d.]+)", long_arrow.get("d"))
+    assert len(runs) == 3, "a straight run beside each of the three rows it passes"
+    for x, top, x_end, bottom in (map(float, run) for run in runs):
+        assert x == x_end and top < bottom
+        beside = [(bx, bw) for bx, by, bw, bh in placed if by < bottom and top < by + bh]
+        assert beside and not any(bx <= x <= bx + bw for bx, bw in beside)
+
+
+def test_the_diagram_is_described_in_words():
+    entries = [entry(1), entry(2, (1,)), entry(3, (1, 2))]
+    svg = page.diagram_svg(entries)
+    description = ET.fromstring(svg).find(f"{SVG}desc").text
+    assert description == (
+        "Chapter 1 needs no earlier chapter. Chapter 2 builds on chapter 1. "
+        "Chapter 3 builds on chapter 2."
+    )
+
+
+def test_sessions_of_a_module_fit_their_minutes_and_keep_reading_order():
+    entries = [entry(n, (n - 1,) if n > 1 else (), minutes=(m, 20)) for n, m in
+               [(1, 40), (2, 45), (3, 30), (4, 80), (5, 20)]]  # fmt: skip
+    text = page.modules(entries)
+    sessions = re.findall(r"session \d: chapters? ([\d, and]+) \((\d+) minutes in class", text)
+    assert [(names, int(minutes)) for names, minutes in sessions] == [
+        ("1 and 2", 85),
+        ("3", 30),
+        ("4", 80),
+        ("5", 20),
+    ]
+    assert "5. Week 3, session 1: questions" in text
+
+
+@pytest.mark.parametrize(
+    "text, expected", [("30", (30, 30)), ("30–40", (30, 40)), ("5–10", (5, 10))]
+)
+def test_minutes_are_read_as_written(text, expected):
+    assert page.parse_minutes(text) == expected
+    assert page.format_minutes(expected) == text
+
+
+@pytest.mark.parametrize("minutes, hours", [(30, "½"), (60, "1"), (195, "3½"), (355, "6")])
+def test_hours_are_rounded_to_half_hours(minutes, hours):
+    assert page.format_hours(minutes) == hours
+
+
+def test_links_of_the_notebooks_are_rewritten_for_the_book_folder():
+    text = "[Chapter 1](01_a.ipynb), [notation](../book/notation.md), [web](https://x.org/a.md)"
+    assert page.relink(text) == (
+        "[Chapter 1](../notebooks/01_a.ipynb), [notation](notation.md), [web](https://x.org/a.md)"
+    )
+
+
+def test_doc_roles_of_the_notebooks_are_rewritten_too():
+    text = "{doc}`01_a`, {doc}`chapter 2 <02_b>`, {doc}`../book/glossary`, {doc}`/abs`"
+    assert page.relink(text) == (
+        "{doc}`../notebooks/01_a`, {doc}`chapter 2 <../notebooks/02_b>`, {doc}`glossary`, "
+        "{doc}`/abs`"
+    )
+
+
+def test_prerequisites_are_the_notebooks_linked_in_the_order_named():
+    chapter = Chapter(
+        path=Path("notebooks/09_x.ipynb"),
+        title="X",
+        number=9,
+        prerequisites="{doc}`chapter 4 <04_d>`, [chapter 2](02_b.ipynb), {doc}`07_g` and "
+        "[chapter 2 again](../notebooks/02_b.ipynb); the {doc}`../book/glossary`.",
+    )
+    assert chapter.prerequisite_stems == ["04_d", "02_b", "07_g"]
+
+
+def test_code_spans_survive_backticks():
+    assert page.inline_code("plain") == "`plain`"
+    assert page.inline_code("use `x` here") == "`` use `x` here ``"

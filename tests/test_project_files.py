@@ -1,0 +1,156 @@
+"""The files around the course: CITATION.cff, the GitHub workflows, and the `make` commands
+that the README, CONTRIBUTING.md and the book's pages tell people to run."""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+
+import pytest
+import yaml
+from course import ROOT
+
+from tools.repository import repository_url
+
+WORKFLOWS = ROOT / ".github" / "workflows"
+CPU_TORCH = "https://download.pytorch.org/whl/cpu"
+# The keys CFF 1.2.0 allows at the top level (schema.json, "properties").
+CFF_KEYS = {
+    "abstract",
+    "authors",
+    "cff-version",
+    "commit",
+    "contact",
+    "date-released",
+    "doi",
+    "identifiers",
+    "keywords",
+    "license",
+    "license-url",
+    "message",
+    "preferred-citation",
+    "references",
+    "repository",
+    "repository-artifact",
+    "repository-code",
+    "title",
+    "type",
+    "url",
+    "version",
+}
+
+
+@pytest.fixture(scope="module")
+def citation() -> dict:
+    # Dates stay strings, as in the CFF schema (YAML would otherwise read a datetime.date).
+    text = (ROOT / "CITATION.cff").read_text(encoding="utf-8")
+    return yaml.load(text, Loader=yaml.BaseLoader)
+
+
+def test_citation_is_valid_cff_1_2_0(citation):
+    assert set(citation) <= CFF_KEYS, set(citation) - CFF_KEYS
+    for key in ("cff-version", "message", "title", "authors"):
+        assert citation.get(key), f"CFF requires {key}"
+    assert citation["cff-version"] == "1.2.0"
+    assert citation["type"] in {"software", "dataset"}
+    for author in citation["authors"]:
+        assert author.get("name") or author.get("family-names"), "a person or an entity"
+    date.fromisoformat(citation["date-released"])  # YYYY-MM-DD
+    # One SPDX identifier: CFF 1.2.0 reads a list of licences as a choice between them.
+    assert citation["license"] in {"MIT", "CC-BY-4.0"}
+
+
+def test_citation_matches_the_configuration_and_the_package(citation):
+    assert citation["repository-code"] == repository_url()
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    version = re.search(r'^version = "([^"]+)"', pyproject, re.MULTILINE).group(1)
+    assert citation["version"] == version
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    assert citation["title"] == config["title"]
+
+
+def workflow(name: str) -> dict:
+    loaded = yaml.safe_load((WORKFLOWS / name).read_text(encoding="utf-8"))
+    # YAML 1.1 reads the key `on` as True.
+    loaded["on"] = loaded.pop(True, loaded.get("on"))
+    return loaded
+
+
+def steps(job: dict) -> tuple[list[str], list[str]]:
+    uses = [step["uses"].split("@")[0] for step in job["steps"] if "uses" in step]
+    runs = [step["run"] for step in job["steps"] if "run" in step]
+    return uses, runs
+
+
+def test_the_book_workflow_builds_with_make_book_and_deploys_to_pages():
+    book = workflow("book.yml")
+    assert book["on"]["push"]["branches"] == ["main"]
+    assert book["permissions"] == {"contents": "read", "pages": "write", "id-token": "write"}
+    assert book["env"]["PIP_EXTRA_INDEX_URL"] == CPU_TORCH
+    build, deploy = book["jobs"]["build"], book["jobs"]["deploy"]
+    uses, runs = steps(build)
+    assert uses == [
+        "actions/checkout",
+        "actions/setup-python",
+        "actions/configure-pages",
+        "actions/upload-pages-artifact",
+    ]
+    python = next(step for step in build["steps"] if "setup-python" in step.get("uses", ""))
+    assert python["with"]["python-version"] == "3.11"
+    assert runs == ["make book"], "the README's command"
+    upload = next(step for step in build["steps"] if "upload-pages" in step.get("uses", ""))
+    assert upload["with"]["path"] == "_build/html"
+    assert deploy["needs"] == "build"
+    assert deploy["environment"]["name"] == "github-pages"
+    assert steps(deploy)[0] == ["actions/deploy-pages"]
+
+
+def test_the_test_workflow_runs_ci_run_on_pull_requests():
+    tests = workflow("tests.yml")
+    assert "pull_request" in tests["on"]
+    job = tests["jobs"]["test"]
+    assert job["runs-on"] == "ubuntu-latest"
+    assert job["container"] == "python:3.11-bookworm", "Python 3.11 on Debian, for chromium"
+    assert job["env"]["PIP_EXTRA_INDEX_URL"] == CPU_TORCH
+    uses, runs = steps(job)
+    assert uses[0] == "actions/checkout"
+    assert runs == [".ci/run"]
+    ci_run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "apt-get install" in ci_run and "chromium chromium-driver" in ci_run
+    assert re.search(r"^make test\b", ci_run, re.MULTILINE), "the README's command"
+
+
+def test_the_python_version_is_the_same_everywhere():
+    runtime = (ROOT / "binder" / "runtime.txt").read_text(encoding="utf-8").strip()
+    assert runtime == "python-3.11"
+    assert "Python 3.11" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def makefile_targets() -> set[str]:
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    return set(re.findall(r"^([A-Za-z][\w-]*):(?!=)", makefile, re.MULTILINE))
+
+
+DOCUMENTS = ["README.md", "CONTRIBUTING.md", *sorted(p.name for p in (ROOT / "book").glob("*.md"))]
+
+
+@pytest.mark.parametrize("document", DOCUMENTS)
+def test_every_make_command_in_the_documentation_exists(document):
+    path = ROOT / document if (ROOT / document).exists() else ROOT / "book" / document
+    # A command is code: `make x` inline, or a line of a code block that starts with make.
+    text = path.read_text(encoding="utf-8")
+    commands = set(re.findall(r"(?:`|^[ \t]*)make ([a-z][\w-]*)", text, re.MULTILINE))
+    assert commands - makefile_targets() == set()
+
+
+def test_student_copies_go_to_dist_which_make_clean_removes():
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert re.search(r"^student:.*\n(\t.*\n)*\t.*--output dist/student", makefile, re.MULTILINE)
+    assert re.search(r"^clean:.*\n\trm -rf .*\bdist\b", makefile, re.MULTILINE)
+    assert "dist/" in (ROOT / ".gitignore").read_text(encoding="utf-8").splitlines()
+
+
+def test_the_readme_documents_the_commands_people_need():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for command in ("make book", "make test", "make lab", "make student", "make retarget REPO="):
+        assert command in readme

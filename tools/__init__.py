@@ -1,0 +1,5 @@
+"""Maintenance scripts of the course: the instructors' page, student copies, retargeting a fork.
+
+Run them from the repository root as modules (``python -m tools.student_copies``) or through
+the Makefile (``make instructors``, ``make student``, ``make retarget REPO=…``).
+"""

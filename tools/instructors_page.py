@@ -1,0 +1,697 @@
+"""Write ``book/instructors.md``, the instructors' guide, from the chapter notebooks.
+
+Everything the page says about a chapter — objectives, prerequisites, time, exercises with
+their difficulty and checker, Colab and Binder links, its place in the dependency diagram and
+in the suggested bundles — is read from the published notebooks (``_toc.yml``) and
+``_config.yml``; the prose around it comes from ``tools/instructors_template.md``. So the page
+cannot drift from the chapters: ``make instructors`` regenerates it (``make book`` does too),
+and ``tests/test_instructors_page.py`` fails when the committed page differs from a fresh one.
+
+    python -m tools.instructors_page          # write book/instructors.md
+    python -m tools.instructors_page --check  # exit 1 if it is out of date
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import posixpath
+import re
+import sys
+import textwrap
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+
+from tools.repository import (
+    LEVELS,
+    ROOT,
+    Chapter,
+    Exercise,
+    launch_links,
+    load_config,
+    load_toc,
+    published_notebooks,
+    read_chapter,
+)
+
+TEMPLATE = ROOT / "tools" / "instructors_template.md"
+PAGE = ROOT / "book" / "instructors.md"
+SESSION_MINUTES = 90
+SESSIONS_PER_WEEK = 2
+# The one-lecture path: the chapters that make self-attention itself, taught in one session.
+ONE_LECTURE = ("03_self_attention_basics", "04_queries_keys_values")
+# Colours of the parts in the diagram: selfattn_lib.plotting.OKABE_ITO (colour-blind safe).
+PART_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9")
+PLACEHOLDER = re.compile(r"\{\{ *(\w+) *\}\}")
+
+
+@dataclass
+class Entry:
+    """A published notebook with the toc part that holds it."""
+
+    chapter: Chapter
+    file: str  # as in _toc.yml: "notebooks/01_dot_product_similarity"
+    part: str
+    part_index: int
+    numbered: bool
+
+    @property
+    def stem(self) -> str:
+        return self.chapter.stem
+
+    @property
+    def name(self) -> str:
+        """How prose refers to it: "chapter 3", or the title of an unnumbered notebook."""
+        number = self.chapter.number
+        return f"chapter {number}" if number is not None else self.chapter.title
+
+    @property
+    def short(self) -> str:
+        """The label of its box in the diagram and its row in tables: "3" or "A"."""
+        number = self.chapter.number
+        return str(number) if number is not None else "–"
+
+    @property
+    def doc(self) -> str:
+        """The target of a ``{doc}`` link from ``book/``."""
+        return posixpath.relpath(self.file, "book")
+
+    @property
+    def html(self) -> str:
+        """The chapter's page, relative to ``book/instructors.html``."""
+        return self.doc + ".html"
+
+    def minutes(self, part: str) -> tuple[int, int] | None:
+        stated = self.chapter.minutes
+        return parse_minutes(stated[part]) if stated else None
+
+
+def parse_minutes(text: str) -> tuple[int, int]:
+    """ "30–40" -> (30, 40), "25" -> (25, 25)."""
+    low, _, high = text.partition("–")
+    return int(low), int(high or low)
+
+
+def format_minutes(span: tuple[int, int] | None) -> str:
+    if span is None:
+        return "—"
+    low, high = span
+    return f"{low}" if low == high else f"{low}–{high}"
+
+
+def with_unit(span: tuple[int, int] | None) -> str:
+    return f"{format_minutes(span)} min" if span else "—"
+
+
+def total_minutes(spans: Iterable[tuple[int, int] | None]) -> tuple[int, int] | None:
+    spans = [span for span in spans if span]
+    if not spans:
+        return None
+    return sum(low for low, _ in spans), sum(high for _, high in spans)
+
+
+def format_hours(minutes: int) -> str:
+    """Minutes as hours, to the nearest half hour: 195 -> "3½"."""
+    halves = max(1, int(minutes / 30 + 0.5))
+    whole, half = divmod(halves, 2)
+    return f"{whole or ''}{'½' if half else ''}" if whole or half else "0"
+
+
+def join_names(names: Sequence[str]) -> str:
+    if len(names) <= 1:
+        return "".join(names)
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def chapters_phrase(entries: Sequence[Entry]) -> str:
+    """ "chapters 1 and 2", "chapter 3", or titles for unnumbered notebooks."""
+    numbers = [str(e.chapter.number) for e in entries if e.chapter.number is not None]
+    others = [e.chapter.title for e in entries if e.chapter.number is None]
+    parts = []
+    if numbers:
+        parts.append(("chapter " if len(numbers) == 1 else "chapters ") + join_names(numbers))
+    parts.extend(others)
+    return join_names(parts)
+
+
+def relink(markdown: str, source_dir: str = "notebooks", target_dir: str = "book") -> str:
+    """Rewrite the relative link targets of ``markdown`` written in ``source_dir``."""
+
+    def rewrite(match: re.Match[str]) -> str:
+        target = match.group(2)
+        if re.match(r"^[a-z]+:|^#|^/", target):
+            return match.group(0)
+        moved = posixpath.relpath(
+            posixpath.normpath(posixpath.join(source_dir, target)), target_dir
+        )
+        return f"{match.group(1)}({moved})"
+
+    def rewrite_role(match: re.Match[str]) -> str:
+        text, target = match.group(1), match.group(2) or match.group(3)
+        if target.startswith("/"):
+            return match.group(0)
+        moved = posixpath.relpath(
+            posixpath.normpath(posixpath.join(source_dir, target)), target_dir
+        )
+        return f"{{doc}}`{text} <{moved}>`" if text else f"{{doc}}`{moved}`"
+
+    markdown = re.sub(r"(\[[^\]]*\])\(([^)\s]+)\)", rewrite, markdown)
+    return re.sub(r"\{doc\}`(?:([^`<]*?)\s*<([^`>]+)>|([^`<>]+))`", rewrite_role, markdown)
+
+
+def load_entries(root: Path = ROOT) -> list[Entry]:
+    published = {
+        path.relative_to(root).with_suffix("").as_posix() for path in published_notebooks(root)
+    }
+    entries = []
+    for index, part in enumerate(load_toc(root)["parts"]):
+        for item in part["chapters"]:
+            if item["file"] in published:
+                chapter = read_chapter(root / f"{item['file']}.ipynb")
+                caption, numbered = part.get("caption", ""), bool(part.get("numbered"))
+                entries.append(Entry(chapter, item["file"], caption, index, numbered))
+    return entries
+
+
+# --- The dependency graph ----------------------------------------------------------------
+
+
+def prerequisites(entries: Sequence[Entry]) -> dict[str, list[str]]:
+    """Each notebook's published prerequisites (stems), as its opening cell links them."""
+    published = {entry.stem for entry in entries}
+    return {
+        entry.stem: [stem for stem in entry.chapter.prerequisite_stems if stem in published]
+        for entry in entries
+    }
+
+
+def ancestors(graph: dict[str, list[str]]) -> dict[str, set[str]]:
+    """Every notebook a notebook builds on, directly or not; a cycle is an error."""
+    found: dict[str, set[str]] = {}
+
+    def visit(node: str, path: tuple[str, ...]) -> set[str]:
+        if node in path:
+            raise ValueError(f"the prerequisites form a cycle: {' -> '.join(path + (node,))}")
+        if node not in found:
+            result: set[str] = set()
+            for parent in graph[node]:
+                result |= {parent} | visit(parent, path + (node,))
+            found[node] = result
+        return found[node]
+
+    for node in graph:
+        visit(node, ())
+    return found
+
+
+def transitive_reduction(graph: dict[str, list[str]]) -> dict[str, list[str]]:
+    """The direct prerequisites that no other prerequisite already implies."""
+    above = ancestors(graph)
+    return {
+        node: [p for p in parents if not any(p in above[q] for q in parents if q != p)]
+        for node, parents in graph.items()
+    }
+
+
+def layers(graph: dict[str, list[str]]) -> dict[str, int]:
+    """The layer of each notebook: one below the deepest of its prerequisites."""
+    ancestors(graph)  # rejects cycles
+    depth: dict[str, int] = {}
+
+    def layer(node: str) -> int:
+        if node not in depth:
+            depth[node] = 1 + max((layer(p) for p in graph[node]), default=-1)
+        return depth[node]
+
+    for node in graph:
+        layer(node)
+    return depth
+
+
+@dataclass
+class Box:
+    key: str  # a stem, or "edge:<parent>:<child>:<layer>" for a waypoint of a long edge
+    layer: int
+    x: float = 0.0
+    width: float = 0.0
+
+    @property
+    def is_waypoint(self) -> bool:
+        return self.key.startswith("edge:")
+
+
+BOX_WIDTH, WAYPOINT_WIDTH, H_GAP, V_GAP = 216, 20, 22, 34
+LINE, PAD, MARGIN, LEGEND_LINE = 17, 9, 16, 20
+
+
+def box_lines(entry: Entry) -> list[str]:
+    heading = f"Chapter {entry.chapter.number}" if entry.chapter.number is not None else "Appendix"
+    return [heading, *textwrap.wrap(entry.chapter.title, 27)]
+
+
+def diagram_svg(entries: Sequence[Entry]) -> str:
+    """The dependency diagram as inline SVG: boxes link to the chapters, arrows go from a
+    prerequisite to the chapter that needs it."""
+    by_stem = {entry.stem: entry for entry in entries}
+    order = {entry.stem: i for i, entry in enumerate(entries)}
+    graph = transitive_reduction(prerequisites(entries))
+    depth = layers(graph)
+    n_layers = max(depth.values(), default=-1) + 1
+
+    # Long edges get one waypoint per layer they cross, so they never run through a box.
+    rows: list[list[Box]] = [[] for _ in range(n_layers)]
+    for stem in by_stem:
+        rows[depth[stem]].append(Box(stem, depth[stem], width=BOX_WIDTH))
+    chains: list[list[str]] = []
+    for child, parents in graph.items():
+        for parent in parents:
+            chain = [parent]
+            for layer in range(depth[parent] + 1, depth[child]):
+                key = f"edge:{parent}:{child}:{layer}"
+                rows[layer].append(Box(key, layer, width=WAYPOINT_WIDTH))
+                chain.append(key)
+            chains.append([*chain, child])
+    predecessors: dict[str, list[str]] = {}
+    for chain in chains:
+        for above, below in zip(chain, chain[1:], strict=False):
+            predecessors.setdefault(below, []).append(above)
+
+    # Order each row by the mean position of what points into it (barycentre), then place.
+    position: dict[str, float] = {}
+
+    def reading_order(box: Box) -> float:
+        stem = box.key.split(":")[2] if box.is_waypoint else box.key
+        return order[stem] + (0.5 if box.is_waypoint else 0.0)
+
+    for row in rows:
+
+        def key(box: Box) -> tuple[float, float]:
+            above = [position[p] for p in predecessors.get(box.key, []) if p in position]
+            return (sum(above) / len(above) if above else -1.0, reading_order(box))
+
+        row.sort(key=key)
+        for index, box in enumerate(row):
+            position[box.key] = index
+    widths = [sum(box.width for box in row) + H_GAP * max(len(row) - 1, 0) for row in rows]
+    width = max(widths, default=BOX_WIDTH) + 2 * MARGIN
+    heights = [
+        max(
+            (PAD * 2 + LINE * len(box_lines(by_stem[b.key])) for b in row if not b.is_waypoint),
+            default=LINE,
+        )
+        for row in rows
+    ]
+    parts = list(dict.fromkeys((e.part_index, e.part) for e in entries))
+    tops, y = [], MARGIN + LEGEND_LINE * len(parts) + V_GAP // 2
+    for height in heights:
+        tops.append(y)
+        y += height + V_GAP
+    height = y - V_GAP + MARGIN
+    boxes: dict[str, Box] = {}
+    for row, row_width in zip(rows, widths, strict=True):
+        x = (width - row_width) / 2
+        for box in row:
+            box.x = x
+            boxes[box.key] = box
+            x += box.width + H_GAP
+
+    def centre(key: str) -> float:
+        return boxes[key].x + boxes[key].width / 2
+
+    def bottom(key: str) -> float:
+        box = boxes[key]
+        if box.is_waypoint:
+            return tops[box.layer] + heights[box.layer]
+        return tops[box.layer] + PAD * 2 + LINE * len(box_lines(by_stem[key]))
+
+    lines = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chapter-map" width="{width:.0f}" '
+        f'height="{height:.0f}" viewBox="0 0 {width:.0f} {height:.0f}" '
+        'aria-labelledby="chapter-map-title chapter-map-desc" '
+        'style="max-width: 100%; height: auto; font-family: system-ui, sans-serif">',
+        '<title id="chapter-map-title">How the chapters build on each other</title>',
+        f'<desc id="chapter-map-desc">{escape(describe_graph(entries, graph))}</desc>',
+        '<defs><marker id="chapter-map-arrow" viewBox="0 0 10 10" refX="9" refY="5" '
+        'markerWidth="7" markerHeight="7" orient="auto-start-reverse">'
+        '<path d="M 0 0 L 10 5 L 0 10 z" fill="#333"/></marker></defs>',
+        f'<rect width="{width:.0f}" height="{height:.0f}" fill="#ffffff"/>',
+    ]
+    # Legend: one line per part that has notebooks.
+    for row, (index, caption) in enumerate(parts):
+        colour = PART_COLOURS[index % len(PART_COLOURS)]
+        y = MARGIN + LEGEND_LINE * row
+        lines.append(
+            f'<rect x="{MARGIN}" y="{y}" width="14" height="14" rx="3" fill="{colour}" '
+            f'fill-opacity="0.12" stroke="{colour}" stroke-width="2"/>'
+        )
+        lines.append(
+            f'<text x="{MARGIN + 20}" y="{y + 12}" font-size="13" fill="#1a1a1a">'
+            f"{escape(caption)}</text>"
+        )
+    # Arrows first, so the boxes sit on top of their ends.
+    for chain in chains:
+        x, y = centre(chain[0]), bottom(chain[0])
+        path = f"M {x:.1f} {y:.1f}"
+        for key in chain[1:]:
+            end_x, end_y = centre(key), tops[boxes[key].layer]
+            if not boxes[key].is_waypoint:
+                end_y -= 2  # the arrowhead ends at the box's edge
+            bend = (end_y - y) / 2
+            path += (
+                f" C {x:.1f} {y + bend:.1f} {end_x:.1f} {end_y - bend:.1f} {end_x:.1f} {end_y:.1f}"
+            )
+            x, y = end_x, end_y
+            if boxes[key].is_waypoint:
+                y = bottom(key)
+                path += f" L {x:.1f} {y:.1f}"
+        lines.append(
+            f'<path d="{path}" fill="none" stroke="#333" stroke-width="1.5" '
+            'marker-end="url(#chapter-map-arrow)"/>'
+        )
+    for entry in entries:
+        box = boxes[entry.stem]
+        colour = PART_COLOURS[entry.part_index % len(PART_COLOURS)]
+        text = box_lines(entry)
+        box_height = PAD * 2 + LINE * len(text)
+        top = tops[box.layer]
+        label = f"{text[0]}: {entry.chapter.title}"
+        lines.append(
+            f'<a href="{escape(entry.html)}" aria-label="{escape(label)}" '
+            'style="text-decoration: none">'
+        )
+        lines.append(
+            f'<rect x="{box.x:.1f}" y="{top}" width="{box.width}" height="{box_height}" rx="6" '
+            f'fill="{colour}" fill-opacity="0.12" stroke="{colour}" stroke-width="2"/>'
+        )
+        for row, line in enumerate(text):
+            weight = ' font-weight="bold"' if row == 0 else ""
+            lines.append(
+                f'<text x="{box.x + box.width / 2:.1f}" y="{top + PAD + LINE * (row + 1) - 4}" '
+                f'text-anchor="middle" font-size="13" fill="#1a1a1a"{weight}>{escape(line)}</text>'
+            )
+        lines.append("</a>")
+    lines.append("</svg>")
+    return "\n".join(lines)
+
+
+def describe_graph(entries: Sequence[Entry], graph: dict[str, list[str]]) -> str:
+    by_stem = {entry.stem: entry for entry in entries}
+    sentences = []
+    for entry in entries:
+        parents = [by_stem[p] for p in graph[entry.stem]]
+        name = entry.name[0].upper() + entry.name[1:]
+        if parents:
+            sentences.append(f"{name} builds on {join_names([p.name for p in parents])}.")
+        else:
+            sentences.append(f"{name} needs no earlier chapter.")
+    return " ".join(sentences)
+
+
+# --- The sections of the page -------------------------------------------------------------
+
+
+def exercise_counts(chapter: Chapter) -> str:
+    parts = []
+    for level in LEVELS:
+        required = sum(e.level == level and not e.optional for e in chapter.exercises)
+        optional = sum(e.level == level and e.optional for e in chapter.exercises)
+        if required:
+            parts.append(f"{required} {level}")
+        if optional:
+            parts.append(f"{optional} {level} (optional)")
+    unknown = sum(not e.level for e in chapter.exercises)
+    if unknown:
+        parts.append(f"{unknown} unrated")
+    return " · ".join(parts) if parts else "—"
+
+
+def overview(entries: Sequence[Entry]) -> str:
+    graph = prerequisites(entries)
+    blocks = []
+    for part_index in dict.fromkeys(entry.part_index for entry in entries):
+        members = [e for e in entries if e.part_index == part_index]
+        rows = [
+            f"**{members[0].part}**",
+            "",
+            "| ch. | chapter | in class | at home | exercises | builds on |",
+            "|---|---|---|---|---|---|",
+        ]
+        for entry in members:
+            class_time, home_time = entry.minutes("cells"), entry.minutes("exercises")
+            needs = ", ".join(e.short for e in entries if e.stem in graph[entry.stem]) or "—"
+            rows.append(
+                f"| {entry.short} | {{doc}}`{entry.doc}` | {with_unit(class_time)} "
+                f"| {with_unit(home_time)} | {exercise_counts(entry.chapter)} | {needs} |"
+            )
+        class_total = total_minutes(e.minutes("cells") for e in members)
+        home_total = total_minutes(e.minutes("exercises") for e in members)
+        n_exercises = sum(len(e.chapter.exercises) for e in members)
+        if len(members) > 1:
+            rows.append(
+                f"| | **in total** | **{with_unit(class_total)}** | **{with_unit(home_total)}** "
+                f"| **{n_exercises} exercises** | |"
+            )
+        blocks.append("\n".join(rows))
+    return "\n\n".join(blocks)
+
+
+def chapter_sections(entries: Sequence[Entry], config: dict) -> str:
+    sections = []
+    for entry in entries:
+        chapter = entry.chapter
+        links = launch_links(Path(entry.file + ".ipynb"), config)
+        heading = (
+            f"### Chapter {chapter.number} — {chapter.title}"
+            if chapter.number is not None
+            else f"### {chapter.title}"
+        )
+        lines = [
+            heading,
+            "",
+            f"{{doc}}`Read it on this site <{entry.doc}>` · [Open in Colab]({links['colab']}) · "
+            f"[Launch Binder]({links['binder']})"
+            + (
+                f" · student copy: `dist/student/{chapter.path.name}` (`make student`)"
+                if chapter.exercises
+                else ""
+            ),
+            "",
+        ]
+        class_time, home_time = entry.minutes("cells"), entry.minutes("exercises")
+        if class_time and home_time:
+            lines += [
+                f"**Time.** In class {format_minutes(class_time)} minutes (reading and running the "
+                f"cells), at home {format_minutes(home_time)} minutes (the exercises); about "
+                f"{chapter.minutes['total']} minutes in all.",
+                "",
+            ]
+        elif chapter.estimated_time:
+            lines += [f"**Time.** {chapter.estimated_time}", ""]
+        if chapter.prerequisites:
+            lines += [f"**Prerequisites.** {relink(chapter.prerequisites)}", ""]
+        if chapter.objectives:
+            lines += ["**Learning objectives.** After this chapter learners can", ""]
+            lines += [f"- {relink(objective)}" for objective in chapter.objectives]
+            lines.append("")
+        if chapter.exercises:
+            checked = all(exercise.checker for exercise in chapter.exercises)
+            lines += [
+                "**Exercises**, each checked by a function of `selfattn_lib.exercises`:"
+                if checked
+                else "**Exercises**:",
+                "",
+                "| # | exercise | difficulty | checker |",
+                "|---|---|---|---|",
+            ]
+            for number, exercise in enumerate(chapter.exercises, start=1):
+                level = exercise.level or "—"
+                if exercise.optional:
+                    level += " (optional)"
+                checker = f"`{exercise.checker}`" if exercise.checker else "—"
+                lines.append(f"| {number} | {exercise_ref(exercise)} | {level} | {checker} |")
+            lines.append("")
+        sections.append("\n".join(lines).rstrip())
+    return "\n\n".join(sections)
+
+
+def exercise_ref(exercise: Exercise) -> str:
+    """A link to the exercise that shows its title (a role's text cannot hold ` < >)."""
+    if not exercise.label:
+        return exercise.title
+    if re.search(r"[`<>]", exercise.title):
+        return f"{{ref}}`{exercise.label}`"
+    return f"{{ref}}`{exercise.title} <{exercise.label}>`"
+
+
+def _entry_list(entries: Sequence[Entry]) -> str:
+    return join_names([f"{{doc}}`{entry.doc}`" for entry in entries])
+
+
+def one_lecture(entries: Sequence[Entry]) -> str:
+    by_stem = {entry.stem: entry for entry in entries}
+    missing = [stem for stem in ONE_LECTURE if stem not in by_stem]
+    if missing:
+        raise ValueError(f"the one-lecture path names unpublished notebooks: {missing}")
+    lecture = [by_stem[stem] for stem in ONE_LECTURE]
+    above = ancestors(prerequisites(entries))
+    before = [e for e in entries if any(e.stem in above[s] for s in ONE_LECTURE)]
+    before = [e for e in before if e.stem not in ONE_LECTURE]
+    class_time = total_minutes(e.minutes("cells") for e in lecture)
+    reading = total_minutes(e.minutes("cells") for e in before)
+    easy = [
+        f"{exercise_ref(exercise)} ({entry.name})"
+        for entry in lecture
+        for exercise in entry.chapter.exercises
+        if exercise.level == "easy"
+    ]
+    spare = SESSION_MINUTES - class_time[1]
+    lines = [
+        f"Self-attention itself, from the weighted average to queries, keys and values, in one "
+        f"{SESSION_MINUTES}-minute session.",
+        "",
+        f"- **Before** (reading at home, about {format_minutes(reading)} minutes): "
+        f"{_entry_list(before)}.",
+        f"- **In class** ({format_minutes(class_time)} minutes for the cells"
+        + (
+            f", leaving about {spare} minutes for questions and a first exercise"
+            if spare > 0
+            else ""
+        )
+        + f"): {_entry_list(lecture)}.",
+        f"- **After** (homework): {join_names(easy) or 'the first exercise of each chapter'}; "
+        "the medium ones for those who want more.",
+    ]
+    return "\n".join(lines)
+
+
+def modules(entries: Sequence[Entry]) -> str:
+    blocks = []
+    numbered_parts = dict.fromkeys(e.part_index for e in entries if e.numbered)
+    for part_index in numbered_parts:
+        members = [e for e in entries if e.part_index == part_index]
+        sessions: list[list[Entry]] = []
+        for entry in members:
+            time = entry.minutes("cells") or (SESSION_MINUTES, SESSION_MINUTES)
+            used = total_minutes(e.minutes("cells") for e in sessions[-1]) if sessions else None
+            if sessions and used and used[1] + time[1] <= SESSION_MINUTES:
+                sessions[-1].append(entry)
+            else:
+                sessions.append([entry])
+        n_sessions = len(sessions) + 1  # and one for the hard exercises and questions
+        weeks = math.ceil(n_sessions / SESSIONS_PER_WEEK)
+        lines = [
+            f"**{members[0].part}** — {n_sessions} sessions, {weeks} "
+            f"week{'s' if weeks > 1 else ''} at {SESSIONS_PER_WEEK} sessions a week:",
+            "",
+        ]
+        for index, session in enumerate(sessions):
+            week, day = divmod(index, SESSIONS_PER_WEEK)
+            class_time = total_minutes(e.minutes("cells") for e in session)
+            home_time = total_minutes(e.minutes("exercises") for e in session)
+            lines.append(
+                f"{index + 1}. Week {week + 1}, session {day + 1}: {chapters_phrase(session)} "
+                f"({format_minutes(class_time)} minutes in class; homework: "
+                f"{'their' if len(session) > 1 else 'its'} exercises, "
+                f"{format_minutes(home_time)} minutes)."
+            )
+        week, day = divmod(len(sessions), SESSIONS_PER_WEEK)
+        hard = sum(ex.level == "hard" for e in members for ex in e.chapter.exercises)
+        lines.append(
+            f"{n_sessions}. Week {week + 1}, session {day + 1}: questions, and "
+            + (f"the {hard} hard exercises" if hard != 1 else "the hard exercise")
+            + " worked through together."
+        )
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def self_study(entries: Sequence[Entry]) -> str:
+    stated = [int(e.chapter.minutes["total"]) for e in entries if e.chapter.minutes]
+    n_exercises = sum(len(e.chapter.exercises) for e in entries)
+    total = sum(stated)
+    return (
+        f"All {len(entries)} published notebooks in reading order: about {total} minutes "
+        f"(some {format_hours(total)} hours) with all {n_exercises} exercises, for instance one "
+        "chapter a day. Each chapter runs on its own, so a learner who already knows a topic "
+        "can skip its chapter; the diagram above shows what each chapter really needs."
+    )
+
+
+def inline_code(text: str) -> str:
+    """``text`` as a Markdown code span, even when it contains backticks."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    return f"{fence} {text} {fence}" if longest else f"`{text}`"
+
+
+def feedback_examples() -> str:
+    """What a checker says to a right answer, a typical mistake and an untouched stub."""
+    import numpy as np
+
+    from selfattn_lib import exercises
+
+    def right(a, b):
+        return (np.asarray(a) * np.asarray(b)).sum(axis=-1)
+
+    def summed_everything(a, b):
+        return (np.asarray(a) * np.asarray(b)).sum()
+
+    def stub(a, b):
+        raise NotImplementedError
+
+    cases = [
+        ("a right answer, `(a * b).sum(axis=-1)`", right),
+        ("`(a * b).sum()`, which adds up over every axis", summed_everything),
+        ("the untouched stub", stub),
+    ]
+    lines = []
+    for what, answer in cases:
+        answer.__name__ = "dot_product_stacked"
+        feedback = repr(exercises.check_dot_product(answer))
+        lines.append(f"- to {what}: {inline_code(feedback)}")
+    return "\n".join(lines)
+
+
+def render(root: Path = ROOT) -> str:
+    entries = load_entries(root)
+    config = load_config(root)
+    pieces = {
+        "overview": overview(entries),
+        "diagram": '```{raw} html\n<div class="chapter-map" style="text-align: center">\n'
+        + diagram_svg(entries)
+        + "\n</div>\n```",
+        "feedback_examples": feedback_examples(),
+        "chapters": chapter_sections(entries, config),
+        "one_lecture": one_lecture(entries),
+        "modules": modules(entries),
+        "self_study": self_study(entries),
+        "session_minutes": str(SESSION_MINUTES),
+    }
+    template = (root / TEMPLATE.relative_to(ROOT)).read_text(encoding="utf-8")
+    used = set(PLACEHOLDER.findall(template))
+    if used != set(pieces):
+        raise ValueError(f"template placeholders {sorted(used)} != {sorted(pieces)}")
+    return PLACEHOLDER.sub(lambda match: pieces[match.group(1)], template)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="only check that it is up to date")
+    args = parser.parse_args(argv)
+    page = render()
+    current = PAGE.read_text(encoding="utf-8") if PAGE.exists() else ""
+    if args.check:
+        if page != current:
+            print(f"{PAGE.relative_to(ROOT)} is out of date: run `make instructors`.")
+            return 1
+        return 0
+    if page != current:
+        PAGE.write_text(page, encoding="utf-8")
+        print(f"wrote {PAGE.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

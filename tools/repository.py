@@ -1,0 +1,181 @@
+"""Facts about the repository that every tool needs: its root, its configuration, the
+published notebooks (from ``_toc.yml``) and the parts of a chapter's opening cell."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# A chapter's exercise directive: ```{exercise} Title (easy|medium|hard[, optional])
+EXERCISE = re.compile(r"^```\{exercise\}[ \t]*(?P<title>.*)$", re.MULTILINE)
+DIFFICULTY = re.compile(
+    r"^(?P<title>.+?) \((?P<level>easy|medium|hard)(?P<optional>, optional)?\)$"
+)
+LEVELS = ("easy", "medium", "hard")
+# "**Estimated time.** About 60 minutes: 35 to read and run the cells, 25 for the exercises."
+MINUTES = r"\d+(?:–\d+)?"
+TIME = re.compile(
+    rf"About (?P<total>\d+) minutes: (?P<cells>{MINUTES}) to read and run the cells"
+    rf".*?(?P<exercises>{MINUTES}) for the exercises",
+    re.DOTALL,
+)
+
+
+def load_config(root: Path = ROOT) -> dict:
+    return yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+
+
+def repository_url(root: Path = ROOT) -> str:
+    """The course repository, ``https://github.com/<owner>/<name>``, from ``_config.yml``."""
+    return load_config(root)["repository"]["url"].rstrip("/")
+
+
+def load_toc(root: Path = ROOT) -> dict:
+    return yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
+
+
+def published_notebooks(root: Path = ROOT) -> list[Path]:
+    """Every notebook of ``_toc.yml``, in reading order."""
+    toc = load_toc(root)
+    files = [chapter["file"] for part in toc["parts"] for chapter in part["chapters"]]
+    return [root / f"{file}.ipynb" for file in files if (root / f"{file}.ipynb").is_file()]
+
+
+def part_of(path: Path, root: Path = ROOT) -> str:
+    """The caption of the ``_toc.yml`` part that publishes ``path``."""
+    file = path.relative_to(root).with_suffix("").as_posix()
+    for part in load_toc(root)["parts"]:
+        if any(chapter["file"] == file for chapter in part["chapters"]):
+            return part.get("caption", "")
+    raise ValueError(f"{file} is not in _toc.yml")
+
+
+def read_notebook(path: Path) -> nbformat.NotebookNode:
+    return nbformat.read(path, as_version=4)
+
+
+def write_notebook(nb: nbformat.NotebookNode, path: Path) -> None:
+    """Write as Jupyter and nbconvert do (``nbformat.write``), so a saved notebook is unchanged."""
+    nbformat.write(nb, path)
+
+
+@dataclass
+class Exercise:
+    label: str
+    title: str
+    level: str  # "easy", "medium", "hard" or "" when the title does not say
+    optional: bool
+    checker: str  # the name of its checker in selfattn_lib.exercises, or ""
+
+
+@dataclass
+class Chapter:
+    """What a notebook says about itself in its opening cell and its exercises."""
+
+    path: Path
+    title: str
+    number: int | None
+    objectives: list[str] = field(default_factory=list)
+    prerequisites: str = ""
+    estimated_time: str = ""
+    exercises: list[Exercise] = field(default_factory=list)
+
+    @property
+    def stem(self) -> str:
+        return self.path.stem
+
+    @property
+    def prerequisite_stems(self) -> list[str]:
+        """The notebooks the prerequisites link to, in the order they are named."""
+        text = self.prerequisites
+        # Markdown links [chapter 2](02_softmax.ipynb), or {doc}`02_softmax` and
+        # {doc}`chapter 2 <../notebooks/02_softmax>` roles, relative to notebooks/.
+        links = re.findall(r"\]\((?:\.\./notebooks/)?([\w-]+)\.ipynb\)", text)
+        roles = re.findall(r"\{doc\}`(?:[^`<]*<)?(?:\.\./notebooks/)?([\w-]+)>?`", text)
+        found = sorted(
+            (match.start(), stem)
+            for stem in set(links + roles)
+            for match in re.finditer(re.escape(stem), text)
+        )
+        return list(dict.fromkeys(stem for _, stem in found))
+
+    @property
+    def minutes(self) -> dict[str, str] | None:
+        """``{"total", "cells", "exercises"}`` as written (e.g. "30–40"), or None."""
+        match = TIME.search(self.estimated_time)
+        return match.groupdict() if match else None
+
+
+def _paragraph_after(source: str, heading: str) -> str:
+    """The text of the paragraph that starts with ``**heading.**`` (without the heading)."""
+    match = re.search(rf"\*\*{re.escape(heading)}\.\*\*(.*?)(?:\n\s*\n|\Z)", source, re.DOTALL)
+    return " ".join(match.group(1).split()) if match else ""
+
+
+def _objectives(source: str) -> list[str]:
+    match = re.search(
+        r"\*\*Learning objectives\.\*\*.*?\n\s*\n(.*?)(?:\n\s*\n|\Z)", source, re.DOTALL
+    )
+    if not match:
+        return []
+    items = re.split(r"^- ", match.group(1), flags=re.MULTILINE)
+    return [" ".join(item.split()) for item in items if item.strip()]
+
+
+def parse_exercise(source: str) -> Exercise | None:
+    """The exercise of a markdown cell with an ``{exercise}`` directive, else None."""
+    match = EXERCISE.search(source)
+    if not match:
+        return None
+    label = re.search(r"^:label:\s*(\S+)", source, re.MULTILINE)
+    title = match.group("title").strip()
+    graded = DIFFICULTY.match(title)
+    return Exercise(
+        label=label.group(1) if label else "",
+        title=graded.group("title") if graded else title,
+        level=graded.group("level") if graded else "",
+        optional=bool(graded and graded.group("optional")),
+        checker="",
+    )
+
+
+def read_chapter(path: Path) -> Chapter:
+    nb = read_notebook(path)
+    opening = nb.cells[0].source if nb.cells and nb.cells[0].cell_type == "markdown" else ""
+    title = re.search(r"^# (.+)$", opening, re.MULTILINE)
+    number = re.search(r"Chapter (\d+) of", opening)
+    chapter = Chapter(
+        path=path,
+        title=title.group(1).strip() if title else path.stem,
+        number=int(number.group(1)) if number else None,
+        objectives=_objectives(opening),
+        prerequisites=_paragraph_after(opening, "Prerequisites"),
+        estimated_time=_paragraph_after(opening, "Estimated time"),
+    )
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            exercise = parse_exercise(cell.source)
+            if exercise:
+                chapter.exercises.append(exercise)
+        elif chapter.exercises and not chapter.exercises[-1].checker:
+            checker = re.search(r"exercises\.(check_\w+)\(", cell.source)
+            if checker:
+                chapter.exercises[-1].checker = checker.group(1)
+    return chapter
+
+
+def launch_links(path: Path, config: dict, root: Path = ROOT) -> dict[str, str]:
+    """The *Open in Colab* and *Launch Binder* URLs of a notebook, from ``_config.yml``."""
+    github = config["repository"]["url"].rstrip("/").removeprefix("https://github.com/")
+    branch = config["repository"]["branch"]
+    notebook = path.relative_to(root).as_posix() if path.is_absolute() else path.as_posix()
+    return {
+        "colab": f"https://colab.research.google.com/github/{github}/blob/{branch}/{notebook}",
+        "binder": f"https://mybinder.org/v2/gh/{github}/{branch}?urlpath=lab/tree/{notebook}",
+    }

@@ -1,0 +1,223 @@
+"""Student copies of the chapters: the notebooks without their worked solutions.
+
+``make student`` writes one copy of every published notebook that has exercises into
+``dist/student/``. A copy keeps everything a learner needs — the text, the code, the
+figures, each exercise with its stub and its checker — and loses
+
+- every solution: the markdown cells from ```` ```{solution-start} ```` to
+  ```` ```{solution-end} ```` inclusive, and every code cell tagged ``solution``
+  (with their outputs);
+- the *Open in Colab* / *Launch Binder* links of the opening cell, which open the course's own
+  notebook, solutions included.
+
+A short note after the opening cell says that it is a student copy. The copy is then run top
+to bottom in a fresh kernel, in an empty directory, and saved with the outputs of that run,
+so no output can come from a solution (``--no-execute`` writes copies without outputs).
+
+``--grade`` runs learners' notebooks and prints what each exercise's checker said::
+
+    python -m tools.student_copies --grade submissions/*.ipynb
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import re
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+from tools.repository import ROOT, published_notebooks, read_notebook, write_notebook
+
+SOLUTION_TAG = "solution"
+SOLUTION_START = re.compile(r"^```\{solution-start\}", re.MULTILINE)
+SOLUTION_END = re.compile(r"^```\{solution-end\}", re.MULTILINE)
+EXERCISE = re.compile(r"^```\{exercise\}", re.MULTILINE)
+RUN_IT_LINK = re.compile(r"\]\(https://(colab\.research\.google\.com|mybinder\.org)/")
+NOTE_ID = "student-copy-note"
+NOTE = """\
+> **Student copy.** This notebook has no worked solutions: after each exercise comes the
+> next one, so where the text speaks of solution cells, there are none here, and *Run All*
+> runs only your own code. Replace each `raise NotImplementedError` with your code and run the
+> cell: its checker answers ✔ (correct), ✘ (not yet, with the reason) or ○ (not attempted)."""
+# What a checker's Feedback shows, by its first character (see selfattn_lib.exercises).
+STATUS = {"✔": "correct", "✘": "not yet", "○": "not attempted"}
+
+
+class SolutionMarkupError(ValueError):
+    """The solution-start / solution-end markers of a notebook do not pair up."""
+
+
+def has_exercises(nb: nbformat.NotebookNode) -> bool:
+    return any(cell.cell_type == "markdown" and EXERCISE.search(cell.source) for cell in nb.cells)
+
+
+def strip_solutions(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A copy of ``nb`` without its solution cells (markdown markers, tagged code cells)."""
+    kept, inside = [], False
+    for cell in nb.cells:
+        starts = cell.cell_type == "markdown" and bool(SOLUTION_START.search(cell.source))
+        ends = cell.cell_type == "markdown" and bool(SOLUTION_END.search(cell.source))
+        if starts and inside:
+            raise SolutionMarkupError(f"solution-start inside a solution: {cell.source[:80]!r}")
+        if ends and not (inside or starts):
+            raise SolutionMarkupError(f"solution-end without a start: {cell.source[:80]!r}")
+        in_solution = inside or starts
+        inside = in_solution and not ends
+        if in_solution or SOLUTION_TAG in cell.metadata.get("tags", []):
+            continue
+        kept.append(copy.deepcopy(cell))
+    if inside:
+        raise SolutionMarkupError("a solution-start has no solution-end")
+    stripped = copy.deepcopy(nb)
+    stripped.cells = kept
+    return stripped
+
+
+def _without_run_it_links(source: str) -> str:
+    paragraphs = re.split(r"\n\s*\n", source)
+    return "\n\n".join(p for p in paragraphs if not RUN_IT_LINK.search(p))
+
+
+def student_copy(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The student copy of a chapter, not yet executed: every output cleared."""
+    student = strip_solutions(nb)
+    opening = student.cells[0]
+    if opening.cell_type == "markdown":
+        opening.source = _without_run_it_links(opening.source)
+    note = nbformat.v4.new_markdown_cell(NOTE)
+    note.id = NOTE_ID
+    student.cells.insert(1, note)
+    for cell in student.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+        cell.metadata.pop("execution", None)
+    student.metadata.pop("widgets", None)
+    return student
+
+
+def execute(
+    nb: nbformat.NotebookNode, workdir: Path, *, allow_errors: bool = False, timeout: int = 120
+) -> nbformat.NotebookNode:
+    """Run ``nb`` top to bottom in a fresh kernel in ``workdir``, as ``make execute`` does."""
+    client = NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        allow_errors=allow_errors,
+        record_timing=False,
+        store_widget_state=False,
+        resources={"metadata": {"path": str(workdir)}},
+    )
+    client.execute()
+    nb.metadata.pop("widgets", None)
+    return nb
+
+
+@dataclass(frozen=True)
+class CheckerResult:
+    label: str
+    status: str  # "correct", "not yet", "not attempted", "error" or "not run"
+    message: str
+
+
+def _exercise_label(source: str) -> str:
+    match = re.search(r"^:label:\s*(\S+)", source, re.MULTILINE)
+    return match.group(1) if match else source.splitlines()[0]
+
+
+def checker_results(nb: nbformat.NotebookNode) -> list[CheckerResult]:
+    """What the last checker of each exercise said in an executed notebook, in order."""
+    results: list[CheckerResult] = []
+    label, last = None, None
+
+    def close() -> None:
+        if label is None:
+            return
+        if last is None:
+            results.append(CheckerResult(label, "not run", "no checker cell ran"))
+            return
+        errors = [out for out in last.outputs if out.output_type == "error"]
+        if errors:
+            results.append(CheckerResult(label, "error", f"{errors[0].ename}: {errors[0].evalue}"))
+            return
+        shown = [
+            out.data.get("text/plain", "")
+            for out in last.outputs
+            if out.output_type in {"execute_result", "display_data"}
+        ]
+        for text in reversed(shown):
+            if text[:1] in STATUS:
+                results.append(CheckerResult(label, STATUS[text[0]], text[1:].strip()))
+                return
+        results.append(CheckerResult(label, "not run", "the checker showed no feedback"))
+
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            starts_exercise = bool(EXERCISE.search(cell.source))
+            if starts_exercise or re.match(r"#{1,2} ", cell.source):
+                close()
+                label = _exercise_label(cell.source) if starts_exercise else None
+                last = None
+        elif label is not None and re.search(r"\bcheck_\w+\(", cell.source):
+            last = cell
+    close()
+    return results
+
+
+def write_student_copies(output: Path, *, run: bool = True) -> list[Path]:
+    """Write the student copy of every published notebook with exercises into ``output``."""
+    output.mkdir(parents=True, exist_ok=True)
+    written = []
+    for path in published_notebooks():
+        nb = read_notebook(path)
+        if not has_exercises(nb):
+            continue
+        student = student_copy(nb)
+        if run:
+            with tempfile.TemporaryDirectory() as workdir:
+                execute(student, Path(workdir))
+        target = output / path.name
+        write_notebook(student, target)
+        written.append(target)
+        print(f"wrote {target.relative_to(ROOT) if target.is_relative_to(ROOT) else target}")
+    return written
+
+
+def grade(paths: list[Path]) -> int:
+    """Run each notebook (errors allowed) and print its checkers' verdicts."""
+    for path in paths:
+        nb = read_notebook(path)
+        with tempfile.TemporaryDirectory() as workdir:
+            execute(nb, Path(workdir), allow_errors=True)
+        results = checker_results(nb)
+        correct = sum(result.status == "correct" for result in results)
+        print(f"{path}: {correct} of {len(results)} exercises correct")
+        for result in results:
+            print(f"  {result.label:40} {result.status:14} {result.message[:100]}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--output", type=Path, default=ROOT / "dist" / "student")
+    parser.add_argument(
+        "--no-execute", action="store_true", help="write the copies without running them"
+    )
+    parser.add_argument(
+        "--grade", nargs="+", type=Path, metavar="NOTEBOOK", help="run and grade notebooks"
+    )
+    args = parser.parse_args(argv)
+    if args.grade:
+        return grade(args.grade)
+    write_student_copies(args.output, run=not args.no_execute)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
