@@ -16,7 +16,9 @@ from __future__ import annotations
 import colorsys
 import re
 
+import numpy as np
 import pytest
+from matplotlib import colormaps
 from matplotlib.colors import to_rgb
 from notebook_envs import (
     check_ran_from_the_wheel,
@@ -90,10 +92,20 @@ def hue(rgb: tuple[float, float, float]) -> float:
 PALETTE_HUES = [hue(to_rgb(colour)) for colour in OKABE_ITO if len(set(to_rgb(colour))) > 1]
 
 
+# Colours taken from a perceptually uniform map (e.g. one per step of an ordered sequence,
+# matching a heatmap drawn with that map) are as safe as the map itself.
+SEQUENTIAL_MAP_COLOURS = np.concatenate(
+    [colormaps[name](np.linspace(0, 1, 256))[:, :3] for name in ("viridis", "cividis")]
+)
+
+
 def colour_is_safe(hex_colour: str) -> bool:
-    """A grey, or an Okabe–Ito colour, a tint or a shade of one (same hue within 12°)."""
+    """A grey; an Okabe–Ito colour, a tint or a shade of one (same hue within 12°); or a
+    colour of the viridis or cividis map."""
     rgb = to_rgb(hex_colour)
     if max(rgb) - min(rgb) <= 4 / 255:
+        return True
+    if np.abs(SEQUENTIAL_MAP_COLOURS - rgb).max(axis=1).min() <= 2 / 255:
         return True
     return any(abs((hue(rgb) - palette + 180) % 360 - 180) <= 12 for palette in PALETTE_HUES)
 
@@ -101,15 +113,16 @@ def colour_is_safe(hex_colour: str) -> bool:
 def test_colour_rule_accepts_the_palette_and_its_tints_but_not_red_against_green():
     assert all(colour_is_safe(colour) for colour in OKABE_ITO)
     assert colour_is_safe("#9CC3E0") and colour_is_safe("#7f7f7f")  # a light blue, a grey
+    assert colour_is_safe("#35b779")  # viridis at about 0.7, e.g. one step of a schedule
     assert not colour_is_safe("tab:green") and not colour_is_safe("tab:red")
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda path: path.stem)
 def test_figures_use_colour_blind_safe_maps_and_colours(outcomes, notebook):
     """Every colour map of every figure the notebook shows is a safe one, and every other
-    colour (lines, bars, markers, text) is a grey or has the hue of a colour of
-    plotting.OKABE_ITO (so e.g. matplotlib's default red and green, which look alike to
-    many colour-blind readers, are out)."""
+    colour (lines, bars, markers, text) is a grey, has the hue of a colour of
+    plotting.OKABE_ITO or comes from the viridis or cividis map (so e.g. matplotlib's default
+    red and green, which look alike to many colour-blind readers, are out)."""
     probe = outcomes(notebook)["probe"]
     assert probe is not None and probe["recorder_errors"] == []
     assert set(probe["cmaps"]) <= SAFE_CMAPS, f"unsafe colour maps: {probe['cmaps']}"
