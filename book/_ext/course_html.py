@@ -7,7 +7,7 @@ on every notebook page and the second ``const`` declaration throws a SyntaxError
 browser. Dropping exact duplicates from the page's script list removes the error and changes
 nothing else.
 
-Three accessibility fixes (axe rules in brackets), each the smallest change that works:
+Four accessibility fixes (axe rules in brackets), each the smallest change that works:
 
 - docutils 0.21 marks each bibliography entry ``role="doc-biblioentry"``, a role ARIA 1.3
   deprecates and no longer allows on a ``div``, so the entries' ``role="list"`` container
@@ -19,6 +19,8 @@ Three accessibility fixes (axe rules in brackets), each the smallest change that
   button's name "Color mode" [label-content-name-mismatch, serious]. The icons become
   decorative (Font Awesome hides an icon without a title from screen readers); the button
   keeps its name and tooltip.
+- The theme's logo link at the top of the sidebar, the only content outside every landmark
+  [region, moderate], is wrapped in a ``nav`` landmark named "Course home".
 
 The theme fixes edit the theme's own templates as they are loaded, and fail the build if a
 theme update changes the text they expect, rather than silently doing nothing.
@@ -59,6 +61,11 @@ def bibliography_entries_as_list_items(
 THEME_TEMPLATE_FIXES: dict[str, tuple[str, str, int]] = {
     "search-button-field.html": (re.escape(" aria-label=\"{{ _('Search') }}\""), "", 1),
     "theme-switcher.html": (r'(<i class="theme-switch[^>]*?) title="[^"]*"', r"\1", 3),
+    "navbar-logo.html": (
+        r'(?s)(<a class="navbar-brand logo".*</a>)',
+        r'<nav aria-label="Course home">\1</nav>',
+        1,
+    ),
 }
 
 
