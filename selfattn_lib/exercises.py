@@ -1274,7 +1274,8 @@ def check_split_heads(split_heads: Callable[[np.ndarray, int], Any]) -> Feedback
             raise _Mistake(
                 f"{what} reshapes x straight to (B, H, T, D_h) — the classic bug. The shape is "
                 f"right, but head 0, row 1 holds {_ch7_where(got[0, 0, 1, 0], n_tokens, d_model)}"
-                ", not of token 1: a reshape keeps the order in memory, so head 0 gets the first "
+                f", not {_ch7_where(expected[0, 0, 1, 0], n_tokens, d_model)}: a reshape keeps "
+                "the order in memory, so head 0 gets the first "
                 f"T·D_h = {n_tokens * d_head} numbers of x — whole tokens, not a slice of every "
                 "token. Reshape to (B, T, H, D_h) first, then swap axes 1 and 2"
             )
@@ -2677,8 +2678,12 @@ def check_closest_pair(closest_pair: Callable[[int, float], Any]) -> Feedback:
     True
     """
     name = _name_of(closest_pair, "closest_pair")
-    # The first case tells apart the dimension 2i and a forgotten 2π, the second a difference.
-    cases = ((64, 1000.0), (8, 300.0), (8, 40.0), (8, 3.0), (8, 1e6), (512, 100.0), (512, 5.0))
+    # The first case tells apart the dimension 2i and a forgotten 2π, the second a difference
+    # of wavelengths, the third a difference of frequencies.
+    cases = (
+        (64, 1000.0), (8, 300.0), (16, 100.0), (8, 40.0), (8, 3.0), (8, 1e6), (512, 100.0),
+        (512, 5.0),
+    )  # fmt: skip
 
     def checks() -> str:
         for d_model, target in cases:
@@ -2713,6 +2718,13 @@ def check_closest_pair(closest_pair: Callable[[int, float], Any]) -> Feedback:
                     f"by DIFFERENCE; the wavelengths grow geometrically, so compare ratios: "
                     f"λ_{expected} = {wavelengths[expected]:.4g} is off by a smaller factor. "
                     "Minimise |log(λ_i / wavelength)|"
+                )
+            if got == int(np.argmin(np.abs(2 * np.pi / wavelengths - 2 * np.pi / target))):
+                raise _Mistake(
+                    f"{what} returned {got}, whose FREQUENCY ω_{got} is closest to 2π / "
+                    f"{target:g} by difference; frequencies, like wavelengths, change by the "
+                    "same factor from pair to pair, so compare wavelengths by ratio: minimise "
+                    "|log(λ_i / wavelength)|"
                 )
             raise _Mistake(
                 f"{what} returned {got} (λ = {wavelengths[got]:.4g}), expected {expected} "
@@ -3842,6 +3854,10 @@ def check_greedy_decode(greedy_decode: Callable[..., Any]) -> Feedback:
     def at_once(prefix: list[int]) -> int:
         return eos_id
 
+    def special(prefix: list[int]) -> int:
+        """Writes <bos> and <pad> (id 0) like any other token: only <eos> ends the output."""
+        return (5, bos_id, 0, 4, bos_id, 6)[(len(prefix) - 1) % 6]
+
     def reference(rule: Callable[[list[int]], int], max_new_tokens: int) -> list[int]:
         tokens = [bos_id]
         for _ in range(max_new_tokens):
@@ -3911,6 +3927,12 @@ def check_greedy_decode(greedy_decode: Callable[..., Any]) -> Feedback:
                 f"{max_new_tokens} (count the tokens added after <bos>)"
             )
         if len(got) < len(expected) and expected[: len(got)] == got:
+            if got[-1] != eos_id and got[-1] in (bos_id, 0) and len(got) > 1:
+                raise _Mistake(
+                    f"{what} returned {got}: it stops at token {got[-1]}, which is not "
+                    f"eos_id = {eos_id}. Only <eos> ends the output; any other token the "
+                    "model picks is written like the rest"
+                )
             raise _Mistake(
                 f"{what} returned {got}, only {len(got) - 1} new tokens: it should add up to "
                 f"max_new_tokens = {max_new_tokens} (stopping earlier only at <eos>)"
@@ -3929,6 +3951,7 @@ def check_greedy_decode(greedy_decode: Callable[..., Any]) -> Feedback:
         check_one(spell, 3, "a model that writes 7 3 9 5 <eos>")
         check_one(chain, 6, "a model that never writes <eos>")
         check_one(at_once, 4, "a model that writes <eos> at once")
+        check_one(special, 6, "a model that writes <bos> and <pad> as ordinary tokens")
         return (
             "Your greedy decoding is right: the whole prefix in, the arg max out, stop at "
             "<eos> (kept) or after max_new_tokens."

@@ -1592,6 +1592,10 @@ def test_ch8_closest_pair_accepts_the_formula():
             lambda d, w: int(np.argmin(np.abs(ch8_wavelengths(d) - w))),
             ["closest by DIFFERENCE", "closest_pair(8, 300)"],
         ),
+        (
+            lambda d, w: int(np.argmin(np.abs(2 * np.pi / ch8_wavelengths(d) - 2 * np.pi / w))),
+            ["FREQUENCY", "closest_pair(16, 100)"],
+        ),
         (lambda d, w: ch8_closest_pair(d, w) + 0.5, ["whole number"]),
         (lambda d, w: d // 2, ["i = 0 … 31"]),
         (lambda d, w: min(ch8_closest_pair(d, w) + 1, d // 2 - 1), ["expected 18"]),
@@ -2629,6 +2633,7 @@ def ch10_decode_with(
     keep_bos=True,
     keep_eos=True,
     stop=True,
+    stop_also=(),
     extra=0,
     pick=np.argmax,
     prefix=lambda tokens: tokens,
@@ -2637,7 +2642,7 @@ def ch10_decode_with(
         tokens = [bos_id]
         for _ in range(max_new_tokens + extra):
             tokens.append(int(pick(next_token_logits(prefix(tokens)))))
-            if stop and tokens[-1] == eos_id:
+            if (stop and tokens[-1] == eos_id) or tokens[-1] in stop_also:
                 break
         if not keep_eos and tokens[-1] == eos_id:
             tokens = tokens[:-1]
@@ -2664,6 +2669,8 @@ def ch10_sampling_decode(next_token_logits, bos_id, eos_id, max_new_tokens):
         (ch10_decode_with(keep_bos=False), ["without <bos> at the start"]),
         (ch10_decode_with(keep_eos=False), ["leaves it out"]),
         (ch10_decode_with(stop=False), ["keeps writing after <eos>"]),
+        (ch10_decode_with(stop_also=(1,)), ["stops at token 1, which is not eos_id"]),
+        (ch10_decode_with(stop_also=(0,)), ["stops at token 0, which is not eos_id"]),
         (ch10_decode_with(extra=1), ["more than max_new_tokens = 3"]),
         (ch10_decode_with(extra=-1), ["it should add up to"]),
         (ch10_decode_with(pick=np.argmin), ["LOWEST score"]),
