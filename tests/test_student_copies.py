@@ -80,7 +80,8 @@ def test_a_copy_drops_the_solutions_and_keeps_everything_else(path):
     assert ids(copy) == expected[:1] + [NOTE_ID] + expected[1:], "nothing else moves or goes"
     for cell in copy.cells:
         assert "solution" not in cell.metadata.get("tags", [])
-        assert not SOLUTION_MARKER.search(cell.source)
+        # No solution directive of any kind: start/end markers, nor a {solution} block.
+        assert "{solution" not in cell.source, cell.source[:200]
     assert "colab.research.google.com" not in copy.cells[0].source, "links open the full notebook"
     assert "mybinder.org" not in copy.cells[0].source
     stubs = [cell for cell in copy.cells if "raise NotImplementedError" in cell.source]
@@ -120,6 +121,19 @@ def test_strip_solutions_removes_marked_cells_and_tagged_code():
     )
     assert ids(strip_solutions(nb)) == ["t", "e", "stub", "after"]
     assert len(nb.cells) == 9, "the original is left alone"
+
+
+def test_a_solution_block_inside_a_markdown_cell_is_removed():
+    quiz = (
+        "```{exercise} Q\n:label: quiz-1\n\nWhat is 1 + 1?\n```\n\n"
+        "```{solution} quiz-1\n:class: dropdown\n\nTwo.\n```\n"
+    )
+    colons = ":::{solution} quiz-2\nThree.\n:::\nAfter."
+    stripped = strip_solutions(notebook(markdown(quiz, "q1"), markdown(colons, "q2")))
+    assert [cell.source for cell in stripped.cells] == [
+        "```{exercise} Q\n:label: quiz-1\n\nWhat is 1 + 1?\n```",
+        "After.",
+    ]
 
 
 def test_a_solution_in_one_cell_is_removed():

@@ -5,8 +5,9 @@
 figures, each exercise with its stub and its checker — and loses
 
 - every solution: the markdown cells from ```` ```{solution-start} ```` to
-  ```` ```{solution-end} ```` inclusive, and every code cell tagged ``solution``
-  (with their outputs);
+  ```` ```{solution-end} ```` inclusive, every code cell tagged ``solution`` (with their
+  outputs), and every ```` ```{solution} ```` block inside a markdown cell (the answers of
+  the appendix's quiz);
 - the *Open in Colab* / *Launch Binder* links of the opening cell, which open the course's own
   notebook, solutions included.
 
@@ -38,6 +39,11 @@ SOLUTION_TAG = "solution"
 SOLUTION_START = re.compile(r"^```\{solution-start\}", re.MULTILINE)
 SOLUTION_END = re.compile(r"^```\{solution-end\}", re.MULTILINE)
 EXERCISE = re.compile(r"^```\{exercise\}", re.MULTILINE)
+# A whole {solution} directive inside a markdown cell, fenced with backticks or colons.
+SOLUTION_BLOCK = re.compile(
+    r"^(?P<fence>`{3,}|:{3,})\{solution\}[^\n]*\n.*?^(?P=fence)[ \t]*$\n?",
+    re.MULTILINE | re.DOTALL,
+)
 RUN_IT_LINK = re.compile(r"\]\(https://(colab\.research\.google\.com|mybinder\.org)/")
 NOTE_ID = "student-copy-note"
 NOTE = """\
@@ -58,7 +64,8 @@ def has_exercises(nb: nbformat.NotebookNode) -> bool:
 
 
 def strip_solutions(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """A copy of ``nb`` without its solution cells (markdown markers, tagged code cells)."""
+    """A copy of ``nb`` without its solutions (marked markdown cells, tagged code cells and
+    ``{solution}`` blocks in markdown)."""
     kept, inside = [], False
     for cell in nb.cells:
         starts = cell.cell_type == "markdown" and bool(SOLUTION_START.search(cell.source))
@@ -71,7 +78,10 @@ def strip_solutions(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
         inside = in_solution and not ends
         if in_solution or SOLUTION_TAG in cell.metadata.get("tags", []):
             continue
-        kept.append(copy.deepcopy(cell))
+        cell = copy.deepcopy(cell)
+        if cell.cell_type == "markdown":
+            cell.source = SOLUTION_BLOCK.sub("", cell.source).rstrip()
+        kept.append(cell)
     if inside:
         raise SolutionMarkupError("a solution-start has no solution-end")
     stripped = copy.deepcopy(nb)
