@@ -608,14 +608,22 @@ def modules(entries: Sequence[Entry]) -> str:
 
 
 def self_study(entries: Sequence[Entry]) -> str:
-    stated = [int(e.chapter.minutes["total"]) for e in entries if e.chapter.minutes]
-    n_exercises = sum(len(e.chapter.exercises) for e in entries)
-    total = sum(stated)
+    """The whole course; notebooks whose time is not stated in minutes (the appendix, whose
+    time is per item) are named after the total, not counted in it."""
+    timed = [e for e in entries if e.chapter.minutes]
+    untimed = [e for e in entries if not e.chapter.minutes]
+    total = sum(int(e.chapter.minutes["total"]) for e in timed)
+    n_exercises = sum(len(e.chapter.exercises) for e in timed)
+    then = "".join(
+        f" Then the appendix {{doc}}`{e.doc}` ({e.chapter.estimated_time[0].lower()}"
+        f"{e.chapter.estimated_time[1:].rstrip('.')})."
+        for e in untimed
+    )
     return (
-        f"All {len(entries)} published notebooks in reading order: about {total} minutes "
-        f"(some {format_hours(total)} hours) with all {n_exercises} exercises, for instance one "
-        "chapter a day. Each chapter runs on its own, so a learner who already knows a topic "
-        "can skip its chapter; the diagram above shows what each chapter really needs."
+        f"All {len(timed)} chapters in reading order: about {total} minutes (some "
+        f"{format_hours(total)} hours) with all {n_exercises} exercises, for instance one "
+        f"chapter a day.{then} Each chapter runs on its own, so a learner who already knows a "
+        "topic can skip its chapter; the diagram above shows what each chapter really needs."
     )
 
 
