@@ -3,7 +3,8 @@ library comes only from a freshly built wheel (as in Colab, which builds one fro
 
 The environments (`.venv-isolated`, `.venv-colab`) are made by `make test` from
 `tests/envs/<name>.txt`: their packages are cached between runs, but the wheel is built from
-the working tree and installed again in every test session, and every notebook is copied
+the files git tracks (as they are in the working tree) and installed again in every test
+session, and every notebook is copied
 alone into a new, empty directory and run there in a fresh kernel of that environment. So a
 notebook that reads a file of the repository, or relies on the editable install of `.venv`,
 fails here.
@@ -58,7 +59,7 @@ def install_course_wheel(venv: Path, workdir: Path) -> str:
     Returns pip's output (for failure messages)."""
     python = str(venv / "bin" / "python")
     source, wheels = workdir / "source", workdir / "wheels"
-    shutil.copytree(ROOT, source, ignore=NOT_SOURCES)
+    copy_sources(source)
     quiet = ["--quiet", "--no-index", "--disable-pip-version-check"]
     build = [python, "-m", "pip", "wheel", *quiet, "--no-deps", "--no-build-isolation"]
     steps = [
@@ -76,6 +77,22 @@ def install_course_wheel(venv: Path, workdir: Path) -> str:
     log += result.stdout + result.stderr
     assert result.returncode == 0, f"the wheel's dependencies are not met in {venv.name}:\n{log}"
     return log
+
+
+def copy_sources(destination: Path) -> None:
+    """Copy what Colab's ``pip install git+URL`` would see: in a git checkout, only the files
+    git tracks (a new module that was never added fails here, as it would in Colab), as they
+    are in the working tree; elsewhere (an unpacked archive) the tree without environments."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    if listed.returncode != 0:
+        shutil.copytree(ROOT, destination, ignore=NOT_SOURCES)
+        return
+    for name in filter(None, listed.stdout.split("\0")):
+        if (ROOT / name).is_file():  # a tracked file deleted in the working tree is gone
+            (destination / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, destination / name)
 
 
 def clean_environment(venv: Path, home: Path) -> dict[str, str]:
