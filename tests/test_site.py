@@ -168,6 +168,12 @@ return {
   raw_math: document.querySelectorAll("main .math:not(:has(mjx-container))").length,
   remote: performance.getEntriesByType("resource").map(e => e.name)
                      .filter(u => !u.startsWith(location.origin) && !u.startsWith("data:")),
+  // Columns whose content is wider than the column: cut off at the window's edge or
+  // scrolled sideways (a long code word in a heading once did that to the page's contents).
+  overflowing: [".bd-sidebar-primary", ".bd-sidebar-secondary", "body"]
+    .map(selector => document.querySelector(selector))
+    .filter(column => column && column.scrollWidth > column.clientWidth + 1)
+    .map(column => column.className || column.tagName),
 };
 """
 
@@ -183,6 +189,7 @@ def test_page_renders_in_chromium_with_the_network_off(browser, server, page):
     assert facts["math_errors"] == 0 and facts["raw_math"] == 0
     assert facts["broken_images"] == []
     assert facts["remote"] == [], "nothing is loaded from the network"
+    assert facts["overflowing"] == [], "no column is wider than the window lets it be"
     errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
     assert errors == []
 
