@@ -20,7 +20,7 @@ from selfattn_lib._validation import (
     check_same_dims,
     describe_shapes,
 )
-from selfattn_lib.softmax import softmax
+from selfattn_lib.softmax import softmax_in_place
 
 
 def simple_self_attention(x: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
@@ -50,7 +50,7 @@ def simple_self_attention(x: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported just below
         scores = x @ np.swapaxes(x, -1, -2)  # (..., T, T)
     check_all_finite("the scores x xᵀ", scores)
-    weights = softmax(scores, axis=-1)  # (..., T, T)
+    weights = softmax_in_place(scores, axis=-1)  # (..., T, T): scores is ours, checked
     return weights @ x, weights  # (..., T, D), (..., T, T)
 
 
@@ -132,7 +132,7 @@ def scaled_dot_product_attention(
         mask = check_mask_for(scores.shape, mask)
         # exp(-inf) is exactly 0: masked keys get no weight at all.
         scores = np.where(mask, scores, -np.inf)  # (..., T_q, T_k), unchanged by the check
-    weights = softmax(scores, axis=-1)  # (..., T_q, T_k)
+    weights = softmax_in_place(scores, axis=-1)  # (..., T_q, T_k): scores is ours, checked
     return weights @ v, weights  # (..., T_q, D_v), (..., T_q, T_k)
 
 
@@ -144,6 +144,7 @@ def _scores(q: np.ndarray, k: np.ndarray, scale: float | None) -> np.ndarray:
         raise ValueError(f"q and k must have D_k >= 1: {describe_shapes(q=q, k=k)}")
     scale = 1 / math.sqrt(d_k) if scale is None else check_positive_float("scale", scale)
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported just below
-        scores = q @ np.swapaxes(k, -1, -2) * scale  # (..., T_q, T_k)
+        scores = q @ np.swapaxes(k, -1, -2)  # (..., T_q, T_k)
+        scores *= scale  # in place: one score-sized array, not two
     check_all_finite("the attention scores q kᵀ · scale", scores)
     return scores

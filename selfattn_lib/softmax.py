@@ -46,14 +46,39 @@ def softmax(x: ArrayLike, axis: int = -1, temperature: float = 1.0) -> np.ndarra
         raise ValueError(f"softmax needs at least one axis: x has shape {x.shape}")
     axis = check_axis(axis, "x", x)
     temperature = check_positive_float("temperature", temperature)
+    return softmax_in_place(x.copy(), axis, temperature)  # x itself is never written to
+
+
+def softmax_in_place(scores: np.ndarray, axis: int = -1, temperature: float = 1.0) -> np.ndarray:
+    """:func:`softmax` of an array the caller owns and has checked, written into it.
+
+    For the attention functions, whose freshly computed scores are finite or ``-inf`` (for
+    masked keys): this skips the argument checks and the copy, the slowest parts of
+    :func:`softmax` for large score matrices. Returns ``scores``, now the weights.
+
+    Shapes
+    ------
+    ``scores``: any shape with at least one axis → the same shape (the same array).
+
+    Examples
+    --------
+    >>> scores = np.array([[0.0, np.log(3.0)], [-np.inf, -np.inf]])
+    >>> softmax_in_place(scores).round(2)
+    array([[0.25, 0.75],
+           [0.  , 0.  ]])
+    """
     # initial=-inf makes the maximum of an empty axis -inf instead of an error; a slice that
     # is all -inf is shifted by 0 instead (-inf - -inf would be NaN).
-    largest = x.max(axis=axis, keepdims=True, initial=-np.inf)
+    largest = scores.max(axis=axis, keepdims=True, initial=-np.inf)
     largest[np.isneginf(largest)] = 0
     # After the shift every entry is <= 0, so an overflow of (x - max) / τ can only head
     # towards -inf, whose exp is the correct weight 0.
+    scores -= largest
     with np.errstate(over="ignore"):
-        exponentials = np.exp((x - largest) / temperature)
-    totals = exponentials.sum(axis=axis, keepdims=True)
-    # All-zero slices (all -inf, or an empty axis) stay zero instead of 0 / 0.
-    return np.divide(exponentials, totals, out=np.zeros_like(exponentials), where=totals > 0)
+        if temperature != 1.0:
+            scores /= temperature
+        np.exp(scores, out=scores)
+    totals = scores.sum(axis=axis, keepdims=True)
+    # A slice whose total is 0 (all -inf, or an empty axis) is all zeros already, and stays
+    # so instead of 0 / 0.
+    return np.divide(scores, totals, out=scores, where=totals > 0)

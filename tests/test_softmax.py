@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from strategies import PROPERTY_SETTINGS, finite_floats, float_arrays
 
-from selfattn_lib.softmax import softmax
+from selfattn_lib.softmax import softmax, softmax_in_place
 
 torch = pytest.importorskip("torch")
 
@@ -185,3 +185,28 @@ def test_complex_and_text_are_type_errors(x, message):
 def test_ragged_input_is_a_value_error_naming_x():
     with pytest.raises(ValueError, match="x could not be converted to an array"):
         softmax([[1.0, 2.0], [3.0]])
+
+
+# --- softmax_in_place: the attention functions' softmax ------------------------------------
+
+
+@PROPERTY_SETTINGS
+@given(x=float_arrays(bound=1e300), data=st.data())
+def test_in_place_gives_the_same_weights_into_the_same_array_and_leaves_softmax_input_alone(
+    x, data
+):
+    axis = data.draw(st.integers(-x.ndim, x.ndim - 1))
+    temperature = data.draw(st.sampled_from([1.0, 0.5, 3.0]))
+    original = x.copy()
+    expected = softmax(x, axis=axis, temperature=temperature)
+    np.testing.assert_array_equal(x, original)  # softmax never writes into its input
+    result = softmax_in_place(x, axis=axis, temperature=temperature)
+    assert result is x
+    np.testing.assert_array_equal(result, expected)
+
+
+def test_in_place_gives_masked_keys_and_empty_rows_zeros():
+    scores = np.array([[1.0, -np.inf, 1.0], [-np.inf, -np.inf, -np.inf]], dtype=np.float32)
+    weights = softmax_in_place(scores)
+    assert weights.dtype == np.float32
+    np.testing.assert_array_equal(weights, [[0.5, 0.0, 0.5], [0.0, 0.0, 0.0]])
