@@ -69,8 +69,10 @@ def measure_notebooks() -> list[dict]:
             [sys.executable, __file__, "--execute-one", str(path)],
             capture_output=True,
             text=True,
-            check=True,
+            check=False,
         )
+        if result.returncode != 0:
+            sys.exit(f"{path.name} failed:\n{result.stderr[-3000:]}")
         rows.append({"name": path.stem, **json.loads(result.stdout.splitlines()[-1])})
     return rows
 
