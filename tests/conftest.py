@@ -7,6 +7,12 @@ import time
 
 import pytest
 from course import ROOT, load_config
+from hypothesis import settings
+
+# No test may depend on how fast the machine is: Hypothesis's default 200 ms deadline per
+# example fails a property test on a loaded machine, so there is none, for every test.
+settings.register_profile("course", deadline=None)
+settings.load_profile("course")
 
 BROWSER_SKIP_REASON = "Debian's chromium and chromedriver are not installed"
 STARTED = pytest.StashKey[float]()

@@ -411,3 +411,19 @@ def test_committed_outputs_come_from_one_clean_run(any_notebook):
             assert output.get("name") != "stderr", f"stderr output in: {cell.source[:80]}"
     assert nb.metadata.kernelspec.name == "python3"
     assert "widgets" not in nb.metadata, "no widget state is committed"
+
+
+CLOCKS = re.compile(r"\b(perf_counter|process_time|monotonic|time\.time|timeit)\b")
+TIMED = re.compile(r"second|time|speed|slope|_ms\b|elapsed")
+
+
+def test_no_cell_asserts_on_a_measured_time(any_notebook):
+    """Times depend on the machine and its load: a cell that reads a clock shows its times as
+    an illustration (its output is not compared) and asserts nothing; counts are asserted."""
+    _, nb = any_notebook
+    for cell in code_cells(nb):
+        source = "".join(cell.source)
+        if CLOCKS.search(source):
+            assert "nbval-ignore-output" in cell.metadata.get("tags", []), source[:200]
+            for line in re.findall(r"^\s*assert\b.*$", source, re.MULTILINE):
+                assert not TIMED.search(line), f"an assertion on a time: {line.strip()}"

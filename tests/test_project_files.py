@@ -154,3 +154,33 @@ def test_the_readme_documents_the_commands_people_need():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     for command in ("make book", "make test", "make lab", "make student", "make retarget REPO="):
         assert command in readme
+
+
+def test_the_wheel_ships_every_module_of_the_package(tmp_path):
+    """Colab installs the wheel: a subpackage that package discovery missed would be absent
+    there while every test in the repository passed."""
+    import subprocess
+    import sys
+    import zipfile
+
+    from notebook_envs import copy_sources
+
+    source, wheels = tmp_path / "source", tmp_path / "wheels"
+    copy_sources(source)
+    build = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-index", "--no-deps"]
+    build += ["--no-build-isolation", "--wheel-dir", str(wheels), str(source)]
+    result = subprocess.run(build, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (wheel,) = wheels.glob("selfattn_lib-*.whl")
+    shipped = {name for name in zipfile.ZipFile(wheel).namelist() if name.endswith(".py")}
+    package = source / "selfattn_lib"
+    modules = {path.relative_to(source).as_posix() for path in package.rglob("*.py")}
+    assert {"selfattn_lib/__init__.py", "selfattn_lib/exercises/__init__.py"} <= modules
+    assert modules == shipped, sorted(modules ^ shipped)
+
+
+def test_no_property_test_has_a_deadline():
+    """A loaded machine must not fail a test: Hypothesis runs without its time limit."""
+    from hypothesis import settings
+
+    assert settings.default.deadline is None

@@ -13,31 +13,12 @@ expects.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from selfattn_lib import similarity, softmax
-
-
-@dataclass(frozen=True)
-class Feedback:
-    """The outcome of a checker: whether the answer passed, and a message for the learner."""
-
-    passed: bool
-    attempted: bool
-    message: str
-
-    def __bool__(self) -> bool:
-        return self.passed
-
-    def __repr__(self) -> str:
-        if self.passed:
-            return f"✔ Correct. {self.message}"
-        if not self.attempted:
-            return f"○ Not attempted yet. {self.message}"
-        return f"✘ Not yet. {self.message}"
+from selfattn_lib.exercises._kit import Feedback
 
 
 class _Mistake(Exception):

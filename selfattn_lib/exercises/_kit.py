@@ -1,0 +1,331 @@
+"""The checkers' kit: feedback, calling the learner's function, reading its result, and naming
+known mistakes.
+
+Every chapter module of :mod:`selfattn_lib.exercises` builds its checkers from these pieces,
+so that the same situation gets the same words in every chapter:
+
+- :class:`Feedback` is what a checker returns; :func:`run_checks` turns the first
+  :class:`Mistake` (or :class:`NotAttempted`) raised by a checker's ``checks()`` into one.
+- :func:`call` calls the learner's function: an untouched stub (``NotImplementedError``) means
+  "not attempted", any other exception is a mistake that names the arguments.
+- ``as_…`` functions read a result: ``None`` always gets the same "did you forget the
+  ``return``" message, then the shape, dtype and finiteness are checked.
+- :func:`match_known_mistakes` compares a result with a catalogue of known wrong answers,
+  under one tolerance policy (:data:`RTOL`, :data:`ATOL`; integers compare exactly).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+#: Relative and absolute tolerance for "equal" results, in every chapter. A checker passes a
+#: tighter ``atol`` only where the exercise itself is about precision.
+RTOL = 1e-6
+ATOL = 1e-8
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """The outcome of a checker: whether the answer passed, and a message for the learner.
+
+    Examples
+    --------
+    >>> Feedback(passed=False, attempted=True, message="Rows must sum to one.")
+    ✘ Not yet. Rows must sum to one.
+    """
+
+    passed: bool
+    attempted: bool
+    message: str
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def __repr__(self) -> str:
+        if self.passed:
+            return f"✔ Correct. {self.message}"
+        if not self.attempted:
+            return f"○ Not attempted yet. {self.message}"
+        return f"✘ Not yet. {self.message}"
+
+
+class Mistake(Exception):
+    """Raised inside a checker to stop at the first problem found; its text is the feedback."""
+
+
+class NotAttempted(Exception):
+    """Raised inside a checker when the learner's function is still the stub."""
+
+
+NOT_ATTEMPTED = "Replace `raise NotImplementedError` with your code, then run the check again."
+
+
+def run_checks(checks: Callable[[], str]) -> Feedback:
+    """Run a checker's ``checks()``: its return value is the praise, its first
+    :class:`Mistake` the feedback."""
+    try:
+        praise = checks()
+    except NotAttempted as stub:
+        return Feedback(passed=False, attempted=False, message=str(stub))
+    except Mistake as mistake:
+        return Feedback(passed=False, attempted=True, message=str(mistake))
+    return Feedback(passed=True, attempted=True, message=praise)
+
+
+def name_of(function: Callable[..., Any], default: str) -> str:
+    """The learner's name for ``function``, or ``default`` for a lambda or a callable object."""
+    name = getattr(function, "__name__", "")
+    return name if isinstance(name, str) and name.isidentifier() else default
+
+
+def describe_arguments(args: tuple[Any, ...]) -> str:
+    """``"an array of shape (2, 3), 4"``: the arguments of a call, for a message."""
+    parts = []
+    for arg in args:
+        try:
+            array = np.asarray(arg)
+        except Exception:  # noqa: BLE001 - anything that is not array-like is shown as is
+            parts.append(type(arg).__name__)
+            continue
+        parts.append(f"an array of shape {array.shape}" if array.ndim else repr(arg))
+    return ", ".join(parts) if parts else "no arguments"
+
+
+def call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call the learner's function, turning its failures into feedback."""
+    if not callable(function):
+        raise Mistake(f"expected a function, got {type(function).__name__}")
+    try:
+        return function(*args, **kwargs)
+    except NotImplementedError as error:
+        raise NotAttempted(NOT_ATTEMPTED) from error
+    except Exception as error:  # noqa: BLE001 - any error of the learner's code is feedback
+        raise Mistake(
+            f"your function raised {type(error).__name__}: {error} "
+            f"(called with {describe_arguments(args)})"
+        ) from error
+
+
+def call_quietly(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """:func:`call` with NumPy's floating-point warnings switched off.
+
+    Checks feed inputs that make wrong answers overflow or divide 0 by 0 (a naive softmax, a
+    missing length check). The checker explains that in words, so no ``RuntimeWarning`` line
+    reaches the notebook's stderr.
+    """
+    with np.errstate(all="ignore"):
+        return call(function, *args, **kwargs)
+
+
+def call_on_copy(function: Callable[..., Any], array: np.ndarray, *args: Any) -> Any:
+    """Call ``function(copy of array, *args)`` quietly and complain if it changed its argument."""
+    given = array.copy()
+    result = call_quietly(function, given, *args)
+    if not np.array_equal(given, array):
+        raise Mistake(
+            "your function changed the array it was given (for example with "
+            "`scores -= scores.max()`): compute `scores - scores.max()` into a new array, "
+            "so that the caller's values stay as they were"
+        )
+    return result
+
+
+def show(array: Any) -> str:
+    """An array as a short Python list for a message, e.g. ``[1000.0, 1001.0]``."""
+    return str(np.asarray(array).tolist())
+
+
+# --- Reading the learner's result ---
+
+
+def require_result(result: Any, what: str) -> Any:
+    """``result``, unless it is ``None`` (a forgotten ``return``)."""
+    if result is None:
+        raise Mistake(f"{what} returned None: did you forget the `return` statement?")
+    return result
+
+
+def plain(result: Any) -> Any:
+    """A torch tensor (even one that requires grad) as a NumPy array; anything else as is.
+
+    Learners may build an answer from ``torch.nn`` layers and return their output as it is;
+    NumPy cannot read a tensor that requires grad.
+    """
+    detach = getattr(result, "detach", None)
+    if callable(detach) and callable(getattr(result, "numpy", None)):
+        return detach().cpu().numpy()
+    return result
+
+
+def as_array(result: Any, what: str) -> np.ndarray:
+    """``result`` as a float64 array of any shape (lists, arrays and CPU tensors work)."""
+    require_result(result, what)
+    try:
+        return np.asarray(plain(result), dtype=np.float64)
+    except (TypeError, ValueError, RuntimeError) as error:
+        raise Mistake(
+            f"{what} must return an array of numbers, got {type(result).__name__}"
+        ) from error
+
+
+def as_result_array(result: Any, expected: np.ndarray, what: str) -> np.ndarray:
+    """``result`` as a float64 array that is shaped like ``expected`` and finite."""
+    require_result(result, what)
+    try:
+        got = np.asarray(plain(result), dtype=np.float64)
+    except (TypeError, ValueError, RuntimeError) as error:
+        raise Mistake(f"{what} must return numbers, got {type(result).__name__}") from error
+    expected_shape = np.shape(expected)
+    if got.shape != expected_shape:
+        raise Mistake(
+            f"{what} returned shape {got.shape}, expected {expected_shape}"
+            + (" (a single number)" if expected_shape == () else "")
+        )
+    if np.isnan(got).any():
+        raise Mistake(f"{what} returned NaN (not a number): look for 0/0 or inf - inf")
+    if np.isinf(got).any():
+        raise Mistake(f"{what} returned infinity: a number overflowed")
+    return got
+
+
+def values_like(result: Any, expected: np.ndarray) -> np.ndarray | None:
+    """``result`` as a float64 array if it has the shape of ``expected``, else None.
+
+    Used to explain NaN and infinity before :func:`as_result_array` rejects them; results
+    that are None, not numbers or wrongly shaped are left to :func:`as_result_array`.
+    """
+    if result is None:
+        return None
+    try:
+        values = np.asarray(plain(result), dtype=np.float64)
+    except (TypeError, ValueError, RuntimeError):
+        return None
+    return values if values.shape == np.shape(expected) else None
+
+
+def explain_non_finite(result: Any, expected: np.ndarray, what: str, explanation: str) -> None:
+    """Raise ``explanation`` if ``result`` has the expected shape but holds NaN or infinity."""
+    values = values_like(result, expected)
+    if values is not None and not np.isfinite(values).all():
+        kind = "NaN (not a number)" if np.isnan(values).any() else "infinity"
+        raise Mistake(f"{what} returned {kind}. {explanation}")
+
+
+def as_bool_array(result: Any, expected: np.ndarray, what: str) -> np.ndarray:
+    """``result`` as a boolean array shaped like ``expected`` (a mask)."""
+    got = np.asarray(plain(require_result(result, what)))
+    if got.shape != np.shape(expected):
+        raise Mistake(f"{what} returned shape {got.shape}, expected {np.shape(expected)}")
+    if got.dtype != np.bool_:
+        if not np.isin(got, (0, 1)).all():
+            raise Mistake(f"{what} must hold only True and False, got {show(got)}")
+        raise Mistake(
+            f"{what} returned dtype {got.dtype}, but a mask must be boolean: NumPy indexes "
+            "with 0/1 integers as positions, not as a mask. Use dtype=bool (or `.astype(bool)`)"
+        )
+    return got
+
+
+def as_int_array(result: Any, expected: np.ndarray, what: str) -> np.ndarray:
+    """``result`` as an integer array shaped like ``expected`` (token ids)."""
+    require_result(result, what)
+    try:
+        got = np.asarray(plain(result))
+    except (TypeError, ValueError, RuntimeError) as error:
+        raise Mistake(f"{what} must return an array of token ids, got {type(result)}") from error
+    if got.shape != np.shape(expected):
+        raise Mistake(f"{what} returned shape {got.shape}, expected {np.shape(expected)}")
+    if not np.issubdtype(got.dtype, np.integer):
+        raise Mistake(
+            f"{what} returned dtype {got.dtype}: token ids are integers (an embedding looks "
+            "them up by index), so keep the integer dtype of the target"
+        )
+    return got
+
+
+def as_whole_number(result: Any, what: str, noun: str = "a count") -> int:
+    """``result`` as a Python int, if it is one whole number (int, NumPy integer or float)."""
+    require_result(result, what)
+    result = plain(result)
+    if isinstance(result, bool) or np.ndim(result) != 0:
+        raise Mistake(f"{what} must return one whole number, got {result!r}")
+    try:
+        value = float(result)
+    except (TypeError, ValueError) as error:
+        raise Mistake(f"{what} must return a number, got {type(result).__name__}") from error
+    if not np.isfinite(value) or value != int(value):
+        raise Mistake(f"{what} returned {result!r}; {noun} is a whole number")
+    return int(value)
+
+
+def as_tuple(result: Any, length: int, what: str, description: str) -> tuple[Any, ...]:
+    """``result`` as a tuple of ``length`` things; ``description`` names them for the learner,
+    e.g. ``"a pair (output, weights)"``."""
+    require_result(result, what)
+    if not isinstance(result, tuple | list) or len(result) != length:
+        raise Mistake(f"{what} must return {description}, got {type(result).__name__}")
+    return tuple(result)
+
+
+# --- Comparing with the right answer and with known wrong ones ---
+
+
+def equal(got: Any, expected: Any, *, rtol: float = RTOL, atol: float = ATOL) -> bool:
+    """Whether two results agree: same shape and, for numbers, equal within the tolerances
+    (integers exactly)."""
+    got, expected = np.asarray(got), np.asarray(expected)
+    if got.shape != expected.shape:
+        return False
+    if got.dtype == np.bool_ or expected.dtype == np.bool_:
+        return bool(np.array_equal(got, expected))
+    if np.issubdtype(got.dtype, np.integer) and np.issubdtype(expected.dtype, np.integer):
+        return bool(np.array_equal(got, expected))
+    with np.errstate(all="ignore"):
+        return bool(np.allclose(got, expected, rtol=rtol, atol=atol))
+
+
+def assert_close(
+    got: np.ndarray, expected: np.ndarray, what: str, *, rtol: float = RTOL, atol: float = ATOL
+) -> None:
+    """Raise "``what`` is off at index …: got …, expected …" unless ``got`` equals
+    ``expected`` within the tolerances."""
+    if equal(got, expected, rtol=rtol, atol=atol):
+        return
+    got, expected = np.asarray(got, dtype=np.float64), np.asarray(expected, dtype=np.float64)
+    if got.shape != expected.shape:
+        raise Mistake(f"{what} has shape {got.shape}, expected {expected.shape}")
+    index = np.unravel_index(np.argmax(np.abs(got - expected)), got.shape) if got.ndim else ()
+    where = f" at index {tuple(int(i) for i in index)}" if got.ndim else ""
+    raise Mistake(f"{what} is off{where}: got {got[index]:.6g}, expected {expected[index]:.6g}")
+
+
+def match_known_mistakes(
+    got: Any,
+    expected: Any,
+    mistakes: Iterable[tuple[Any, str]],
+    what: str,
+    *,
+    rtol: float = RTOL,
+    atol: float = ATOL,
+) -> None:
+    """If ``got`` is not ``expected``, name the known mistake it matches, or say it is off.
+
+    ``mistakes`` is a catalogue of ``(wrong result, explanation)`` pairs: the results the usual
+    slips give on this input. A slip whose result equals the right one here is skipped (it
+    cannot be told apart). The first match raises ``"<what>: <explanation>"``; no match raises
+    the plain "is off" message of :func:`assert_close`.
+    """
+    if equal(got, expected, rtol=rtol, atol=atol):
+        return
+    for wrong, explanation in mistakes:
+        if equal(wrong, expected, rtol=rtol, atol=atol):
+            continue
+        if equal(got, wrong, rtol=rtol, atol=atol):
+            raise Mistake(f"{what}: {explanation}")
+    if np.issubdtype(np.asarray(expected).dtype, np.number):
+        assert_close(got, expected, what, rtol=rtol, atol=atol)
+    raise Mistake(f"{what} returned {show(got)}, expected {show(expected)}")
