@@ -1,11 +1,16 @@
 """Helper library for the course *Self-Attention, Step by Step*.
 
 Every chapter of the course writes its own version of a concept first and then checks it
-against this library. One module per concept, in the order the course teaches them:
+against this library. One module per concept, in the order the course teaches them
+(:data:`CONCEPT_MODULES`); a concept module imports only earlier ones:
 
 ``similarity`` → ``softmax`` → ``attention`` → ``masks`` → ``multihead`` → ``positional``
-(NumPy only), plus ``embeddings`` (a small word-vector set), ``plotting`` (figures),
-``widgets`` (interactive wrappers) and ``exercises`` (checkers for the exercises).
+→ ``encoder`` (NumPy only), then ``transformer``, ``tasks`` and ``training`` (PyTorch), then
+``attention_cost`` → ``kv_cache`` → ``online_softmax`` (NumPy, attention at scale).
+
+Beside them: ``embeddings`` (a small word-vector set), ``plotting`` (figures: shared
+primitives and one module per chapter), ``widgets`` (interactive wrappers) and ``exercises``
+(the exercise checkers: a kit and one module per chapter).
 
 Axis names
 ----------
@@ -28,3 +33,20 @@ Importing this package never imports torch.
 """
 
 __version__ = "0.1.0"
+
+#: The concept modules in teaching order: each may import only the ones before it.
+CONCEPT_MODULES = (
+    "similarity",
+    "softmax",
+    "attention",
+    "masks",
+    "multihead",
+    "positional",
+    "encoder",
+    "transformer",
+    "tasks",
+    "training",
+    "attention_cost",
+    "kv_cache",
+    "online_softmax",
+)

@@ -3,37 +3,57 @@ the NumPy modules' public functions document their shapes with an example and ty
 
 from __future__ import annotations
 
+import ast
 import doctest
 import importlib
 import importlib.util
 import inspect
+import pkgutil
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
+import selfattn_lib
+
 pytestmark = pytest.mark.filterwarnings("error")
 
-NUMPY_MODULES = [
-    "selfattn_lib.similarity",
-    "selfattn_lib.softmax",
-    "selfattn_lib.attention",
-    "selfattn_lib.masks",
-    "selfattn_lib.multihead",
-    "selfattn_lib.positional",
-    "selfattn_lib.tasks",
+ROOT = Path(selfattn_lib.__file__).parent
+
+
+def discover_modules() -> list[str]:
+    """Every module of the package, subpackages included, found on disk (not from a list)."""
+    return sorted(info.name for info in pkgutil.walk_packages([str(ROOT)], "selfattn_lib."))
+
+
+def imports_torch(module_name: str) -> bool:
+    """Whether the module imports torch when it is imported (a top-level ``import torch``)."""
+    path = ROOT.joinpath(*module_name.split(".")[1:])
+    path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in tree.body:
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module]
+        if any(name.split(".")[0] == "torch" for name in names):
+            return True
+    return False
+
+
+ALL_MODULES = discover_modules()
+TORCH_MODULES = [name for name in ALL_MODULES if imports_torch(name)]
+TORCH_FREE_MODULES = [name for name in ALL_MODULES if name not in TORCH_MODULES]
+CONCEPTS = [f"selfattn_lib.{name}" for name in selfattn_lib.CONCEPT_MODULES]
+# Modules whose docstring examples must exist (not only pass): the concept modules and the
+# exercise checkers of every chapter.
+MUST_HAVE_EXAMPLES = [
+    *CONCEPTS,
+    *(name for name in ALL_MODULES if name.startswith("selfattn_lib.exercises.ch")),
 ]
-# The helpers the chapters use next to the NumPy core.
-ALL_MODULES = [
-    *NUMPY_MODULES,
-    "selfattn_lib.embeddings",
-    "selfattn_lib.plotting",
-    "selfattn_lib.widgets",
-    "selfattn_lib.exercises",
-]
-# Part II builds on PyTorch: these modules import it (and are checked only where it is installed).
-TORCH_MODULES = ["selfattn_lib.transformer"]
 
 
 def public_objects(module_name: str) -> list[tuple[str, object]]:
@@ -57,7 +77,8 @@ def public_objects(module_name: str) -> list[tuple[str, object]]:
     return found
 
 
-DOCUMENTED_MODULES = NUMPY_MODULES + (TORCH_MODULES if importlib.util.find_spec("torch") else [])
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
+DOCUMENTED_MODULES = [name for name in CONCEPTS if HAVE_TORCH or name not in TORCH_MODULES]
 PUBLIC = [
     (module, name, obj) for module in DOCUMENTED_MODULES for name, obj in public_objects(module)
 ]
@@ -68,7 +89,7 @@ def test_importing_the_modules_does_not_import_torch():
         f"""
         import sys
         import selfattn_lib
-        for name in {ALL_MODULES!r}:
+        for name in {TORCH_FREE_MODULES!r}:
             __import__(name)
         loaded = sorted(name for name in sys.modules if name.split(".")[0] == "torch")
         assert not loaded, loaded
@@ -108,11 +129,41 @@ def test_public_functions_have_type_hints(module, name, obj):
     assert signature.return_annotation is not inspect.Signature.empty, f"{module}.{name}"
 
 
-@pytest.mark.parametrize("module_name", ALL_MODULES + TORCH_MODULES)
+@pytest.mark.parametrize("module_name", ALL_MODULES)
 def test_docstring_examples_run(module_name):
     if module_name in TORCH_MODULES:
         pytest.importorskip("torch").manual_seed(0)
     module = importlib.import_module(module_name)
     results = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert results.attempted > 0, f"{module_name} has no examples"
+    if module_name in MUST_HAVE_EXAMPLES:
+        assert results.attempted > 0, f"{module_name} has no examples"
     assert results.failed == 0, f"{results.failed} example(s) of {module_name} failed (see stdout)"
+
+
+def test_the_concept_modules_are_listed_in_teaching_order_and_exist():
+    assert len(set(CONCEPTS)) == len(CONCEPTS)
+    assert set(CONCEPTS) <= set(ALL_MODULES), sorted(set(CONCEPTS) - set(ALL_MODULES))
+
+
+def library_imports(module_name: str) -> set[str]:
+    """The ``selfattn_lib`` modules that a module imports, anywhere in its code."""
+    module = importlib.import_module(module_name)
+    tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            if node.module == "selfattn_lib":
+                found.update(f"selfattn_lib.{alias.name}" for alias in node.names)
+    return {name for name in found if name.startswith("selfattn_lib.")}
+
+
+@pytest.mark.parametrize("module_name", CONCEPTS)
+def test_a_concept_module_imports_only_earlier_concepts(module_name):
+    """similarity → softmax → attention → …: a concept builds only on what the course has
+    taught before it (and on the private argument checks), never on figures or checkers."""
+    earlier = set(CONCEPTS[: CONCEPTS.index(module_name)]) | {"selfattn_lib._validation"}
+    later = library_imports(module_name) - earlier
+    assert not later, f"{module_name} imports {sorted(later)}, which are not earlier concepts"

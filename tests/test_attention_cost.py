@@ -1,0 +1,65 @@
+"""Tests of selfattn_lib.attention_cost: the counts equal the bytes of real arrays and the
+FLOPs that PyTorch's counter reports, and the longest sequence is the exact bound."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import PROPERTY_SETTINGS
+
+from selfattn_lib.attention_cost import attention_flops, longest_sequence, score_matrix_bytes
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_score_matrix_bytes_are_the_bytes_of_the_array(dtype):
+    scores = np.zeros((2, 3, 5, 7), dtype=dtype)
+    assert score_matrix_bytes(2, 3, 5, 7, np.dtype(dtype).itemsize) == scores.nbytes
+
+
+@PROPERTY_SETTINGS
+@given(
+    memory=st.integers(1, 10**12),
+    batch=st.integers(1, 16),
+    heads=st.integers(1, 64),
+    size=st.sampled_from([2, 4, 8]),
+)
+def test_longest_sequence_is_the_largest_length_that_fits(memory, batch, heads, size):
+    t = longest_sequence(memory, batch, heads, size)
+    assert t == 0 or score_matrix_bytes(batch, heads, t, t, size) <= memory
+    assert score_matrix_bytes(batch, heads, t + 1, t + 1, size) > memory
+
+
+def test_longest_sequence_of_an_80_gb_accelerator():
+    assert longest_sequence(80 * 10**9, 8, 32, 2) == 12500  # exactly: 8·32·12500²·2 = 80e9
+    assert longest_sequence(2 * 80 * 10**9, 8, 32, 2) == math.isqrt(2 * 12500**2)
+
+
+def test_attention_flops_equal_pytorchs_count():
+    torch = pytest.importorskip("torch")
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.utils.flop_counter import FlopCounterMode
+
+    q, k, v = torch.randn(1, 1, 5, 8), torch.randn(1, 1, 7, 8), torch.randn(1, 1, 7, 3)
+    with FlopCounterMode(display=False) as counter, sdpa_kernel(SDPBackend.MATH):
+        torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    assert counter.get_total_flops() == attention_flops(5, 7, 8, 3)
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        (lambda: score_matrix_bytes(0, 1, 1, 1, 4), ValueError),
+        (lambda: score_matrix_bytes(1, 1, 1, 1, 2.5), TypeError),
+        (lambda: longest_sequence(-5, 1, 1, 4), ValueError),
+        (lambda: longest_sequence("1 GB", 1, 1, 4), TypeError),
+        (lambda: attention_flops(1, 1, 0, 1), ValueError),
+        (lambda: attention_flops(1, 1, 1, None), TypeError),
+    ],
+)
+def test_bad_input_is_refused(call, error):
+    with pytest.raises(error):
+        call()
