@@ -1,18 +1,126 @@
-"""Checkers for the exercises of every chapter (being split into one module per chapter)."""
+"""Checkers for the exercises of every chapter.
 
-import importlib as _importlib
-import pkgutil as _pkgutil
+A checker runs the learner's function on a few inputs and returns a :class:`Feedback` that
+says *what* is wrong — a missing ``return``, a wrong shape, rows that do not sum to one, an
+overflow for large inputs — instead of just "wrong". An exercise stub that still raises
+``NotImplementedError`` is reported as "not attempted yet", so a notebook with untouched
+stubs still runs from top to bottom.
 
-from selfattn_lib.exercises._legacy import *  # noqa: F403
-from selfattn_lib.exercises._legacy import Feedback  # noqa: F401
+Each checker is named ``check_<what the learner writes>`` and documents the signature it
+expects. The checkers of chapter N live in ``chNN_<topic>.py``; all of them are importable
+from here (``exercises.check_dot_product``). ``_kit.py`` holds what they share.
+"""
 
-_CHAPTERS = sorted(info.name for info in _pkgutil.iter_modules(__path__))  # noqa: F405
-for _name in _CHAPTERS:
-    if _name.startswith("ch"):
-        _module = _importlib.import_module(f"{__name__}.{_name}")
-        globals().update({n: getattr(_module, n) for n in dir(_module) if n.startswith("check_")})
+from selfattn_lib.exercises._kit import Feedback
+from selfattn_lib.exercises.ch01_similarity import (
+    check_cosine_similarity,
+    check_cosine_similarity_matrix,
+    check_dot_product,
+    check_nearest_neighbour,
+)
+from selfattn_lib.exercises.ch02_softmax import (
+    check_log_sum_exp,
+    check_masked_softmax,
+    check_temperature_for_top_weight,
+    check_weights_after_scaling,
+)
+from selfattn_lib.exercises.ch03_self_attention import (
+    check_attends_most_to_itself,
+    check_batched_self_attention,
+    check_spotlight_output,
+    check_unshuffle,
+)
+from selfattn_lib.exercises.ch04_queries_keys_values import (
+    check_cross_attention,
+    check_design_projections,
+    check_one_query_attention,
+)
+from selfattn_lib.exercises.ch05_scaling import (
+    check_saturation_dimension,
+    check_score_scale,
+    check_softmax_jacobian,
+)
+from selfattn_lib.exercises.ch06_masks import (
+    check_left_padding_mask,
+    check_look_back_mask,
+    check_masked_attention,
+    check_mha_attn_mask,
+)
+from selfattn_lib.exercises.ch07_multi_head import (
+    check_head_contributions,
+    check_head_weights,
+    check_merge_heads,
+    check_mha_parameter_count,
+    check_split_heads,
+)
+from selfattn_lib.exercises.ch08_positional import (
+    check_closest_pair,
+    check_decode_position,
+    check_equivariance_gap,
+    check_split_layout_encoding,
+)
+from selfattn_lib.exercises.ch09_encoder import (
+    check_encoder_layer_numpy,
+    check_encoder_layer_parameters,
+    check_rms_norm,
+    check_sublayer_connection,
+)
+from selfattn_lib.exercises.ch10_decoder import (
+    check_decoder_self_mask,
+    check_greedy_decode,
+    check_shift_right,
+    check_transformer_parameters,
+)
+from selfattn_lib.exercises.ch11_at_scale import (
+    check_attend_with_cache,
+    check_causal_blocked_attention,
+    check_longest_sequence,
+    check_merge_softmax_states,
+)
 
-# Transitional: the old tests reach some private reference helpers by name.
-from selfattn_lib.exercises import _legacy  # noqa: E402
-
-globals().update({n: v for n, v in vars(_legacy).items() if n.startswith("_ch")})
+__all__ = [
+    "Feedback",
+    "check_dot_product",
+    "check_cosine_similarity",
+    "check_cosine_similarity_matrix",
+    "check_nearest_neighbour",
+    "check_weights_after_scaling",
+    "check_temperature_for_top_weight",
+    "check_masked_softmax",
+    "check_log_sum_exp",
+    "check_spotlight_output",
+    "check_batched_self_attention",
+    "check_attends_most_to_itself",
+    "check_unshuffle",
+    "check_one_query_attention",
+    "check_design_projections",
+    "check_cross_attention",
+    "check_score_scale",
+    "check_softmax_jacobian",
+    "check_saturation_dimension",
+    "check_look_back_mask",
+    "check_left_padding_mask",
+    "check_masked_attention",
+    "check_mha_attn_mask",
+    "check_split_heads",
+    "check_merge_heads",
+    "check_mha_parameter_count",
+    "check_head_weights",
+    "check_head_contributions",
+    "check_split_layout_encoding",
+    "check_closest_pair",
+    "check_equivariance_gap",
+    "check_decode_position",
+    "check_rms_norm",
+    "check_encoder_layer_parameters",
+    "check_sublayer_connection",
+    "check_encoder_layer_numpy",
+    "check_shift_right",
+    "check_decoder_self_mask",
+    "check_transformer_parameters",
+    "check_greedy_decode",
+    "check_longest_sequence",
+    "check_attend_with_cache",
+    "check_merge_softmax_states",
+    "check_causal_blocked_attention",
+]

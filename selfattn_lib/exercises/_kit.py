@@ -129,7 +129,7 @@ def call_on_copy(function: Callable[..., Any], array: np.ndarray, *args: Any) ->
         raise Mistake(
             "your function changed the array it was given (for example with "
             "`scores -= scores.max()`): compute `scores - scores.max()` into a new array, "
-            "so that the caller's values stay as they were"
+            "so that the caller's scores stay as they were"
         )
     return result
 
@@ -311,21 +311,22 @@ def match_known_mistakes(
     *,
     rtol: float = RTOL,
     atol: float = ATOL,
-) -> None:
-    """If ``got`` is not ``expected``, name the known mistake it matches, or say it is off.
+    joiner: str = ": ",
+) -> bool:
+    """Compare ``got`` with the right answer and with a catalogue of known wrong ones.
 
-    ``mistakes`` is a catalogue of ``(wrong result, explanation)`` pairs: the results the usual
-    slips give on this input. A slip whose result equals the right one here is skipped (it
-    cannot be told apart). The first match raises ``"<what>: <explanation>"``; no match raises
-    the plain "is off" message of :func:`assert_close`.
+    ``mistakes`` holds ``(wrong result, explanation)`` pairs: the results the usual slips give
+    on this input. Returns True when ``got`` equals ``expected``; raises
+    ``what + joiner + explanation`` for the first slip ``got`` equals (a slip whose result
+    equals the right one here is skipped: it cannot be told apart); returns False when ``got``
+    is wrong in a way the catalogue does not know, so that the caller says how it is off.
+    Every comparison uses :func:`equal` with the same tolerances.
     """
     if equal(got, expected, rtol=rtol, atol=atol):
-        return
+        return True
     for wrong, explanation in mistakes:
-        if equal(wrong, expected, rtol=rtol, atol=atol):
-            continue
-        if equal(got, wrong, rtol=rtol, atol=atol):
-            raise Mistake(f"{what}: {explanation}")
-    if np.issubdtype(np.asarray(expected).dtype, np.number):
-        assert_close(got, expected, what, rtol=rtol, atol=atol)
-    raise Mistake(f"{what} returned {show(got)}, expected {show(expected)}")
+        if not equal(wrong, expected, rtol=rtol, atol=atol) and equal(
+            got, wrong, rtol=rtol, atol=atol
+        ):
+            raise Mistake(f"{what}{joiner}{explanation}")
+    return False

@@ -79,17 +79,15 @@ def test_an_untouched_stub_is_not_attempted(module, name):
 
 @pytest.mark.parametrize(("module", "name"), REFERENCES, ids=IDS)
 def test_messages_call_the_function_by_the_learners_name(module, name):
-    checker, solution = getattr(exercises, name), REFERENCES[module, name]
-    assert f"Your {solution.__name__} " in checker(solution).message
-
+    checker = getattr(exercises, name)
     feedback = checker(returns_none)
-    assert not feedback.passed and "returns_none" in feedback.message, feedback.message
+    assert not feedback.passed and feedback.attempted
+    assert "returns_none" in feedback.message and "return" in feedback.message, feedback.message
 
     # A lambda has no usable name: the messages use the name the exercise asks for.
     default = next(iter(inspect.signature(checker).parameters))
-    feedback = checker(lambda *args, **kwargs: solution(*args, **kwargs))
-    assert f"Your {default} " in feedback.message, feedback.message
-    assert "<lambda>" not in feedback.message
+    feedback = checker(lambda *args, **kwargs: None)
+    assert default in feedback.message and "<lambda>" not in feedback.message, feedback.message
 
 
 @pytest.mark.parametrize(("module", "name"), REFERENCES, ids=IDS)

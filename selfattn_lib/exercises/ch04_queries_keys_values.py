@@ -1,0 +1,258 @@
+"""Checkers for the exercises of chapter 4, queries, keys and values."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from selfattn_lib import attention, softmax
+from selfattn_lib.exercises import _kit as kit
+
+_CH4_SHAPE_HINT = (
+    ". Shapes: x is (T, D) and each projection is (D, d_k) or (D, d_v), so the projection is "
+    "x @ w (W @ X or a transposed W do not fit)"
+)
+
+
+def _ch4_call(function: Callable[..., Any], *args: Any) -> Any:
+    """Call the learner's function; a shape error from ``@`` gets a hint about the order."""
+    try:
+        return kit.call_quietly(function, *args)
+    except kit.Mistake as mistake:
+        text = str(mistake)
+        if "matmul" in text or "not aligned" in text or "shapes" in text:
+            raise kit.Mistake(text + _CH4_SHAPE_HINT) from mistake
+        raise
+
+
+def _ch4_output_and_weights(result: Any, what: str) -> tuple[Any, Any]:
+    if not isinstance(result, tuple | list) or len(result) != 2:
+        raise kit.Mistake(
+            f"{what} must return a pair (output, weights), got {type(result).__name__}"
+        )
+    return result[0], result[1]
+
+
+def _ch4_attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float) -> tuple:
+    return attention.scaled_dot_product_attention(q, k, v, scale=scale)
+
+
+def _ch4_one_query_case(seed: int, t: int = 5) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(t, 4)).round(1)  # (T, D) = (5, 4)
+    w_q = rng.normal(scale=1.5, size=(4, 3)).round(1)  # (D, d_k) = (4, 3)
+    w_k = rng.normal(scale=1.5, size=(4, 3)).round(1)  # (D, d_k)
+    w_v = rng.normal(size=(4, 2)).round(1)  # (D, d_v) = (4, 2)
+    return x, w_q, w_k, w_v
+
+
+def check_one_query_attention(one_query_attention: Callable[..., Any]) -> kit.Feedback:
+    """Check the six steps for one query, from the tokens and the projections (ch. 4, ex. 1).
+
+    Expected signature: ``one_query_attention(x, i, w_q, w_k, w_v) -> (output, weights)``
+    with ``x`` of shape ``(T, D)``, ``w_q`` and ``w_k`` of shape ``(D, d_k)``, ``w_v`` of shape
+    ``(D, d_v)`` and ``i`` the index of the query token. ``weights`` has shape ``(T,)``:
+    ``softmax(q_i · k_j / √d_k)`` over the keys ``j``; ``output`` has shape ``(d_v,)``, the
+    weighted sum of the value vectors.
+
+    Examples
+    --------
+    An untouched stub is reported as "not attempted", not as wrong:
+
+    >>> def one_query_attention(*args):
+    ...     raise NotImplementedError
+    >>> check_one_query_attention(one_query_attention).attempted
+    False
+    """
+    name = kit.name_of(one_query_attention, "one_query_attention")
+
+    def check_one(seed: int, i: int) -> None:
+        x, w_q, w_k, w_v = _ch4_one_query_case(seed)
+        what = f"{name}(x, {i}, w_q, w_k, w_v)"
+        result = _ch4_call(one_query_attention, x.copy(), i, w_q.copy(), w_k.copy(), w_v.copy())
+        output, weights = _ch4_output_and_weights(result, what)
+        q, k, v = x @ w_q, x @ w_k, x @ w_v  # (T, d_k), (T, d_k), (T, d_v)
+        expected_output, expected = _ch4_attend(q, k, v, 1 / np.sqrt(3))
+        expected_output, expected = expected_output[i], expected[i]
+        weights = kit.as_result_array(weights, expected, f"the weights of {what}")
+        if not np.allclose(weights, expected, rtol=1e-6, atol=1e-9):
+            d_k, d, t = 3, 4, len(x)
+            wrong_scales = (
+                (1.0, "did not divide the scores by √d_k (here √3)"),
+                (1 / d_k, "divided the scores by d_k = 3 instead of √d_k = √3"),
+                (1 / np.sqrt(d), "divided by √D = √4 (the token size) instead of √d_k = √3"),
+                (1 / np.sqrt(t), "divided by √T (the number of tokens) instead of √d_k = √3"),
+            )
+            for scale, explanation in wrong_scales:
+                if np.allclose(weights, _ch4_attend(q, k, v, scale)[1][i]):
+                    raise kit.Mistake(f"the weights of {what} are off: you {explanation}")
+            swapped = softmax.softmax(k[i] @ q.T / np.sqrt(d_k))
+            if np.allclose(weights, swapped):
+                raise kit.Mistake(
+                    f"the weights of {what} use W_K for the query and W_Q for the keys: the "
+                    "query is x_i @ w_q, the keys are x @ w_k"
+                )
+            if np.allclose(weights, softmax.softmax(q @ k.T / np.sqrt(d_k), axis=0)[:, i]):
+                raise kit.Mistake(
+                    f"the weights of {what} are column {i} of a softmax over the queries: "
+                    "take the softmax of query i's own row of scores, over the keys"
+                )
+            if np.allclose(weights, k @ q[i] / np.sqrt(d_k)):
+                raise kit.Mistake(f"the weights of {what} are the scaled scores: apply softmax")
+            if not np.isclose(weights.sum(), 1.0):
+                raise kit.Mistake(f"the weights of {what} sum to {weights.sum():.6g}, not 1")
+            kit.assert_close(weights, expected, f"the weights of {what}")
+        output = kit.as_result_array(output, expected_output, f"the output of {what}")
+        if np.allclose(output, expected_output, rtol=1e-6, atol=1e-9):
+            return
+        if np.allclose(output, v.sum(axis=0)) or np.allclose(output, v[i]):
+            raise kit.Mistake(f"the output of {what} ignores the weights: sum weights[j] * v_j")
+        kit.assert_close(output, expected_output, f"the output of {what}")
+
+    def checks() -> str:
+        for seed, i in ((40, 0), (41, 3), (42, 4)):
+            check_one(seed, i)
+        return (
+            "All six steps are right: project, score against every key, divide by √d_k, "
+            "softmax, weight the values, sum."
+        )
+
+    return kit.run_checks(checks)
+
+
+# The chapter's three tokens x1, x2, x3 (rows), D = 4.
+_CH4_TOKENS = np.array([[1.0, 0.0, 0.0, 1.0], [0.0, 2.0, 2.0, 0.0], [1.0, 1.0, 0.0, 0.0]])
+
+
+def check_design_projections(design_projections: Callable[[], Any]) -> kit.Feedback:
+    """Check projections that make token x1 attend to x3 (chapter 4, exercise 2).
+
+    Expected signature: ``design_projections() -> (w_q, w_k)``, two arrays of shape
+    ``(4, d_k)`` with the same ``d_k >= 1`` of the learner's choice. With the chapter's tokens
+    ``x1 = [1, 0, 0, 1]``, ``x2 = [0, 2, 2, 0]``, ``x3 = [1, 1, 0, 0]`` as the rows of ``X``, the
+    weights ``softmax(X w_q (X w_k)ᵀ / √d_k)`` must give x1 a weight of at least 0.9 on x3.
+
+    Examples
+    --------
+    An untouched stub is reported as "not attempted", not as wrong:
+
+    >>> def design_projections(*args):
+    ...     raise NotImplementedError
+    >>> check_design_projections(design_projections).attempted
+    False
+    """
+    name = kit.name_of(design_projections, "design_projections")
+
+    def as_matrix(value: Any, label: str) -> np.ndarray:
+        try:
+            matrix = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError) as error:
+            raise kit.Mistake(f"{label} must be a matrix of numbers") from error
+        if matrix.ndim != 2:
+            raise kit.Mistake(f"{label} must be a matrix (D, d_k), got shape {matrix.shape}")
+        if not np.isfinite(matrix).all():
+            raise kit.Mistake(f"{label} contains NaN or infinity")
+        if matrix.shape[0] != 4:
+            flipped = " (it looks transposed)" if matrix.shape[1] == 4 else ""
+            raise kit.Mistake(
+                f"{label} has shape {matrix.shape}{flipped}: it maps a token of size D = 4 to "
+                "d_k numbers, so it needs 4 rows, shape (4, d_k)"
+            )
+        return matrix
+
+    def checks() -> str:
+        result = kit.call(design_projections)
+        if not isinstance(result, tuple | list) or len(result) != 2:
+            raise kit.Mistake(f"{name}() must return a pair (w_q, w_k)")
+        w_q = as_matrix(result[0], f"the w_q of {name}()")
+        w_k = as_matrix(result[1], f"the w_k of {name}()")
+        if w_q.shape[1] != w_k.shape[1]:
+            raise kit.Mistake(
+                f"w_q has {w_q.shape[1]} columns and w_k has {w_k.shape[1]}: queries and keys "
+                "must have the same length d_k, or their dot products are undefined"
+            )
+        q, k = _CH4_TOKENS @ w_q, _CH4_TOKENS @ w_k  # (3, d_k)
+        weights = softmax.softmax(q @ k.T / np.sqrt(q.shape[1]), axis=-1)  # (3, 3)
+        row = ", ".join(f"{w:.3f}" for w in weights[0])
+        if weights[0, 2] < 0.9:
+            favourite = int(np.argmax(weights[0]))
+            raise kit.Mistake(
+                f"x1's weights on (x1, x2, x3) are ({row}): x3 gets {weights[0, 2]:.3f}, not "
+                f"0.9 (x1 attends most to x{favourite + 1}). Make q1 · k3 larger than q1 · k1 "
+                "and q1 · k2 by a few units of √d_k"
+            )
+        return f"x1's weights on (x1, x2, x3) are ({row}): it attends to x3."
+
+    return kit.run_checks(checks)
+
+
+def check_cross_attention(cross_attention: Callable[..., Any]) -> kit.Feedback:
+    """Check cross-attention with T_q ≠ T_k (chapter 4, exercise 3).
+
+    Expected signature: ``cross_attention(x_q, x_kv, w_q, w_k, w_v) -> (output, weights)``:
+    queries from ``x_q`` of shape ``(T_q, D)``, keys and values from ``x_kv`` of shape
+    ``(T_k, D)``; ``weights`` ``softmax(Q Kᵀ / √d_k)`` of shape ``(T_q, T_k)``, ``output`` of
+    shape ``(T_q, d_v)``.
+
+    Examples
+    --------
+    An untouched stub is reported as "not attempted", not as wrong:
+
+    >>> def cross_attention(*args):
+    ...     raise NotImplementedError
+    >>> check_cross_attention(cross_attention).attempted
+    False
+    """
+    name = kit.name_of(cross_attention, "cross_attention")
+
+    def check_one(seed: int, t_q: int) -> None:
+        x_kv, w_q, w_k, w_v = _ch4_one_query_case(seed, t=5)  # T_k = 5
+        x_q = np.random.default_rng(seed + 100).normal(size=(t_q, 4)).round(1)  # (T_q, D)
+        what = f"{name}(x_q of shape {x_q.shape}, x_kv of shape {x_kv.shape}, ...)"
+        result = _ch4_call(
+            cross_attention, x_q.copy(), x_kv.copy(), w_q.copy(), w_k.copy(), w_v.copy()
+        )
+        output, weights = _ch4_output_and_weights(result, what)
+        q, k, v = x_q @ w_q, x_kv @ w_k, x_kv @ w_v
+        expected_output, expected = _ch4_attend(q, k, v, 1 / np.sqrt(3))
+        got = np.asarray(weights, dtype=np.float64) if weights is not None else None
+        if got is not None and got.shape != expected.shape:
+            if got.shape == (t_q, t_q):
+                raise kit.Mistake(
+                    f"the weights of {what} have shape {got.shape} = (T_q, T_q): the keys (and "
+                    "values) must come from x_kv, giving (T_q, T_k)"
+                )
+            if got.shape == (5, 5):
+                raise kit.Mistake(
+                    f"the weights of {what} have shape {got.shape} = (T_k, T_k): the queries "
+                    "must come from x_q, giving (T_q, T_k)"
+                )
+            if got.shape == expected.shape[::-1]:
+                raise kit.Mistake(
+                    f"the weights of {what} have shape {got.shape} = (T_k, T_q): one row per "
+                    "QUERY is needed, scores = q @ k.T of shape (T_q, T_k)"
+                )
+        got = kit.as_result_array(weights, expected, f"the weights of {what}")
+        if not np.allclose(got, expected, rtol=1e-6, atol=1e-9):
+            if np.allclose(got, softmax.softmax(q @ k.T / np.sqrt(3), axis=0)):
+                raise kit.Mistake(
+                    f"the weights of {what} have columns summing to 1: take the softmax over "
+                    "the keys (axis=-1), one row per query"
+                )
+            if np.allclose(got, _ch4_attend(q, k, v, 1.0)[1]):
+                raise kit.Mistake(f"the weights of {what} are off: divide the scores by √d_k")
+            kit.assert_close(got, expected, f"the weights of {what}")
+        output = kit.as_result_array(output, expected_output, f"the output of {what}")
+        kit.assert_close(output, expected_output, f"the output of {what}")
+
+    def checks() -> str:
+        for seed, t_q in ((50, 2), (51, 3)):
+            check_one(seed, t_q)
+        return (
+            "Right: queries from one sequence, keys and values from the other; the weights "
+            "are (T_q, T_k) and the output (T_q, d_v)."
+        )
+
+    return kit.run_checks(checks)

@@ -1,0 +1,292 @@
+"""Checkers for the exercises of chapter 5, scaling by √d_k."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from selfattn_lib import softmax
+from selfattn_lib.exercises import _kit as kit
+
+
+def check_score_scale(score_scale: Callable[..., Any]) -> kit.Feedback:
+    """Check the learner's scale factor for the scores (chapter 5, exercise 1).
+
+    Expected signature: ``score_scale(d_k: int, entry_variance: float, target_variance: float)
+    -> float``. Queries and keys have ``d_k`` independent zero-mean entries of variance
+    ``entry_variance`` (s²); the function returns the positive factor ``c`` for which the
+    scores ``c · q·k`` have variance ``target_variance`` (σ²), that is
+    ``c = σ / (s² √d_k)``, because ``Var(q·k) = d_k s⁴``.
+
+    Examples
+    --------
+    An untouched stub is reported as "not attempted", not as wrong:
+
+    >>> def score_scale(*args):
+    ...     raise NotImplementedError
+    >>> check_score_scale(score_scale).attempted
+    False
+    """
+    name = kit.name_of(score_scale, "score_scale")
+    cases = ((64, 1.0, 1.0), (16, 4.0, 1.0), (100, 0.25, 4.0), (9, 2.0, 9.0))
+
+    def mistakes(d_k: int, s2: float, t: float) -> list[tuple[float, str]]:
+        return [
+            (
+                1 / np.sqrt(d_k),
+                "that is 1/√d_k, the scale for entries of variance 1 and a target of 1: here "
+                "the entries' variance s² and the target σ² matter too",
+            ),
+            (
+                np.sqrt(t / (d_k * s2)),
+                "you used Var(q_i k_i) = s², but for independent zero-mean q_i and k_i it is "
+                "E[q_i²] E[k_i²] = s² · s² = s⁴, so Var(q·k) = d_k s⁴",
+            ),
+            (
+                t / (d_k * s2**2),
+                "that factor makes the STANDARD DEVIATION of the scores equal to the target "
+                "variance: multiplying the scores by c multiplies their variance by c², so "
+                "take the square root",
+            ),
+            (
+                np.sqrt(t) / (d_k * s2**2),
+                "you divided by d_k s⁴ (the variance of q·k) instead of by its square root: "
+                "scaling by c multiplies the variance by c², so c = σ / √(d_k s⁴)",
+            ),
+            (
+                np.sqrt(t) / (d_k * s2),
+                "divide by the standard deviation of q·k, √(d_k s⁴) = s² √d_k, not by d_k s²",
+            ),
+            (
+                s2 * np.sqrt(d_k) / np.sqrt(t),
+                "that is the number to DIVIDE the scores by; return the factor c that "
+                "multiplies them (its inverse)",
+            ),
+        ]
+
+    def checks() -> str:
+        for d_k, s2, t in cases:
+            what = f"{name}({d_k}, {s2:g}, {t:g})"
+            expected = np.sqrt(t) / (s2 * np.sqrt(d_k))
+            got = float(
+                kit.as_result_array(kit.call_quietly(score_scale, d_k, s2, t), np.zeros(()), what)
+            )
+            returned = f"{what} returned {got:.6g}, expected {expected:.6g}"
+            if kit.match_known_mistakes(got, expected, mistakes(d_k, s2, t), returned):
+                continue
+            achieved = got**2 * d_k * s2**2
+            raise kit.Mistake(
+                f"{what} returned {got:.6g}: scores multiplied by it have variance "
+                f"{achieved:.6g}, not {t:g}. Start from Var(c · q·k) = c² d_k s⁴"
+            )
+        return (
+            "Your scale is right: c = σ / (s² √d_k). With s² = σ² = 1 it is the Transformer's "
+            "1/√d_k."
+        )
+
+    return kit.run_checks(checks)
+
+
+def _ch5_softmax(scores: np.ndarray) -> np.ndarray:
+    return softmax.softmax(np.asarray(scores, dtype=np.float64))
+
+
+def check_softmax_jacobian(softmax_jacobian: Callable[[np.ndarray], Any]) -> kit.Feedback:
+    """Check the learner's Jacobian of softmax (chapter 5, exercise 2).
+
+    Expected signature: ``softmax_jacobian(scores: np.ndarray) -> np.ndarray`` for one row
+    of scores of shape ``(n,)``, returning the ``(n, n)`` matrix ``J[i, j] = ∂w_i / ∂z_j =
+    w_i (δ_ij − w_j)``, that is ``diag(w) − w wᵀ`` with ``w = softmax(z)``, computed without
+    overflow for large scores.
+
+    Examples
+    --------
+    An untouched stub is reported as "not attempted", not as wrong:
+
+    >>> def softmax_jacobian(*args):
+    ...     raise NotImplementedError
+    >>> check_softmax_jacobian(softmax_jacobian).attempted
+    False
+    """
+    name = kit.name_of(softmax_jacobian, "softmax_jacobian")
+    cases = (
+        np.array([1.0, 2.0, 3.0]),
+        np.array([0.5, -1.0, 2.0, 0.0]),
+        np.array([3.0]),
+        np.array([1000.0, 999.0, 990.0]),
+    )
+
+    def mistakes(z: np.ndarray, w: np.ndarray) -> list[tuple[np.ndarray, str]]:
+        return [
+            (
+                np.diag(w),
+                "this is only diag(w): subtract the outer product w wᵀ (np.outer(w, w)), "
+                "since raising one score also lowers every other weight",
+            ),
+            (
+                np.diag(w * (1 - w)),
+                "the diagonal w_i (1 − w_i) is right, but the off-diagonal entries are "
+                "−w_i w_j, not 0: raising score j lowers weight i",
+            ),
+            (
+                np.outer(w, w) - np.diag(w),
+                "the sign is flipped: it is diag(w) − w wᵀ (raising a score raises its own "
+                "weight, so the diagonal is positive)",
+            ),
+            (
+                np.diag(w) - w**2,
+                "you subtracted w * w, which broadcasts the vector of squares w_j² into every "
+                "row; the matrix w_i w_j is the outer product np.outer(w, w)",
+            ),
+            (
+                np.diag(w) - w[:, None] ** 2,
+                "you subtracted w_i² in every entry of row i; the matrix w_i w_j is the outer "
+                "product np.outer(w, w)",
+            ),
+            (
+                np.diag(z) - np.outer(z, z),
+                "you used the scores z in the formula; it is written with the weights "
+                "w = softmax(z)",
+            ),
+        ]
+
+    def checks() -> str:
+        for z in cases:
+            what = f"{name}({kit.show(z)})"
+            w = _ch5_softmax(z)
+            expected = np.diag(w) - np.outer(w, w)
+            result = kit.call_on_copy(softmax_jacobian, z)
+            kit.explain_non_finite(
+                result,
+                expected,
+                what,
+                "For scores around 1000, np.exp overflows: compute the weights with a stable "
+                "softmax (subtract the largest score first).",
+            )
+            values = kit.values_like(result, expected)
+            if values is None and np.shape(result) == z.shape:
+                raise kit.Mistake(
+                    f"{what} returned shape {z.shape}, one number per score; the Jacobian has "
+                    f"one row per weight and one column per score: shape {expected.shape}"
+                )
+            got = kit.as_result_array(result, expected, what)
+            if kit.match_known_mistakes(
+                got, expected, mistakes(z, w), f"{what} is wrong", atol=1e-10
+            ):
+                continue
+            kit.assert_close(got, expected, what, atol=1e-10)
+        return (
+            "Your Jacobian diag(w) − w wᵀ is right. Every entry is at most 1/4 in size, and "
+            "all of them go to 0 as the weights become one-hot."
+        )
+
+    return kit.run_checks(checks)
+
+
+_CH5_DIMENSIONS = tuple(2**n for n in range(11))  # 1, 2, 4, ..., 1024 (memory: see below)
+
+
+def _ch5_top_weight_statistic(
+    n_keys: int, d_k: int, statistic: Callable[[np.ndarray], float], n_queries: int = 4000
+) -> float:
+    """``statistic`` over random queries of the largest unscaled weight (a fixed seed)."""
+    rng = np.random.default_rng([5, n_keys, d_k])
+    q = rng.standard_normal((n_queries, d_k))  # (n_queries, d_k)
+    k = rng.standard_normal((n_queries, n_keys, d_k))  # (n_queries, n_keys, d_k)
+    scores = np.einsum("nd,nkd->nk", q, k)  # (n_queries, n_keys), no (n, n_keys, d_k) temporary
+    weights = softmax.softmax(scores, axis=-1)  # (n_queries, n_keys)
+    return float(statistic(weights.max(axis=-1)))
+
+
+def check_saturation_dimension(saturation_dimension: Callable[..., Any]) -> kit.Feedback:
+    """Check the learner's search for the d_k at which softmax saturates (chapter 5, ex. 3).
+
+    Expected signature: ``saturation_dimension(n_keys: int, threshold: float, rng:
+    np.random.Generator) -> int | None``. For ``d_k`` = 1, 2, 4, …, 1024 in turn, draw 2000
+    queries, each with ``n_keys`` keys (entries independent standard normal, from ``rng``),
+    take the softmax of the UNSCALED scores ``q·k`` of each query and its largest weight,
+    and return the first ``d_k`` at which the median of these largest weights exceeds
+    ``threshold`` (``None`` if none does). Random noise is allowed for: an answer is
+    accepted if it is consistent with the checker's own estimate to within 0.004.
+
+    Memory: the keys take ``2000 · n_keys · d_k`` float64 numbers, about 131 MB for 8 keys at
+    ``d_k = 1024``, so the search stops there. The checker only asks for thresholds that a
+    correct search passes by ``d_k = 64`` and never computes anything beyond ``d_k = 1024``
+    itself; how far a wrong search runs is set by the learner's own loop.
+
+    Examples
+    --------
+    An untouched stub is reported as "not attempted", not as wrong:
+
+    >>> def saturation_dimension(*args):
+    ...     raise NotImplementedError
+    >>> check_saturation_dimension(saturation_dimension).attempted
+    False
+    """
+    name = kit.name_of(saturation_dimension, "saturation_dimension")
+    cases = ((8, 0.75), (8, 0.95), (2, 0.99))
+    margin = 0.004
+    medians: dict[tuple[int, int], float] = {}
+
+    def median(n_keys: int, d_k: int) -> float:
+        if (n_keys, d_k) not in medians:
+            medians[n_keys, d_k] = _ch5_top_weight_statistic(n_keys, d_k, np.median)
+        return medians[n_keys, d_k]
+
+    def first_dimension(n_keys: int, threshold: float, statistic) -> int | None:
+        for d_k in _CH5_DIMENSIONS:  # up to 1024 for the checker's own estimates
+            if _ch5_top_weight_statistic(n_keys, d_k, statistic) > threshold:
+                return d_k
+        return None
+
+    def check_one(n_keys: int, threshold: float) -> None:
+        what = f"{name}({n_keys}, {threshold:g}, rng)"
+        result = kit.call_quietly(saturation_dimension, n_keys, threshold, np.random.default_rng(0))
+        if result is None:
+            raise kit.Mistake(
+                f"{what} returned None, as if no d_k up to 1024 made the median top weight "
+                f"exceed {threshold:g}. Use the UNSCALED scores q·k (divided by √d_k they never "
+                "saturate), the LARGEST weight of each query (max over the keys), and return "
+                "the d_k you found"
+            )
+        got = float(kit.as_result_array(result, np.zeros(()), what))
+        if got not in _CH5_DIMENSIONS:
+            raise kit.Mistake(
+                f"{what} returned {got:g}; the answer is one of d_k = 1, 2, 4, ..., 1024"
+            )
+        d_k = int(got)
+        too_late = d_k > 1 and median(n_keys, d_k // 2) > threshold + margin
+        too_early = median(n_keys, d_k) < threshold - margin
+        if not (too_late or too_early):
+            return
+        mean_answer = first_dimension(n_keys, threshold, np.mean)
+        if too_late and mean_answer == d_k:
+            raise kit.Mistake(
+                f"{what} returned {d_k}, where the MEAN of the top weights first exceeds "
+                f"{threshold:g}; the question asks for the median (np.median), which is "
+                f"already {median(n_keys, d_k // 2):.3f} at d_k = {d_k // 2}: return the "
+                "FIRST d_k at which the median passes"
+            )
+        if too_late:
+            raise kit.Mistake(
+                f"{what} returned {d_k}, but at d_k = {d_k // 2} the median top weight is "
+                f"already about {median(n_keys, d_k // 2):.3f} > {threshold:g}: return the "
+                "FIRST d_k that passes"
+            )
+        raise kit.Mistake(
+            f"{what} returned {d_k}, but there the median top weight of the unscaled scores "
+            f"is only about {median(n_keys, d_k):.3f}, not above {threshold:g}"
+        )
+
+    def checks() -> str:
+        for n_keys, threshold in cases:
+            check_one(n_keys, threshold)
+        return (
+            "Your search finds where softmax saturates: with 8 keys the median top weight of "
+            "unscaled scores passes 0.95 at d_k = 64, the size of one head of the base "
+            "Transformer."
+        )
+
+    return kit.run_checks(checks)

@@ -1,0 +1,334 @@
+"""Checkers for the exercises of chapter 6, masks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from selfattn_lib import attention, softmax
+from selfattn_lib.exercises import _kit as kit
+
+
+def check_look_back_mask(look_back_mask: Callable[[int, int], Any]) -> kit.Feedback:
+    """Check the learner's sliding-window causal mask (chapter 6, exercise 1).
+
+    Expected signature: ``look_back_mask(t: int, window: int) -> np.ndarray`` of shape
+    ``(T, T)`` and dtype bool, ``True`` where query ``i`` may attend key ``j``: the key is not
+    in the future and at most ``window - 1`` positions back, ``i - window < j <= i``. So every
+    query sees ``window`` keys (fewer at the start), itself included; ``window >= T`` gives the
+    ordinary causal mask.
+
+    Examples
+    --------
+    An untouched stub is reported as "not attempted", not as wrong:
+
+    >>> def look_back_mask(*args):
+    ...     raise NotImplementedError
+    >>> check_look_back_mask(look_back_mask).attempted
+    False
+    """
+    name = kit.name_of(look_back_mask, "look_back_mask")
+
+    def band(t: int, low: int, high: int) -> np.ndarray:
+        """True where ``low <= i - j <= high``."""
+        offset = np.arange(t)[:, None] - np.arange(t)[None, :]  # (T, T): i - j
+        return (offset >= low) & (offset <= high)
+
+    def checks() -> str:
+        for t, window in ((5, 2), (4, 4), (6, 1), (3, 10)):
+            expected = band(t, 0, window - 1)
+            what = f"{name}({t}, window={window})"
+            got = kit.as_bool_array(kit.call(look_back_mask, t, window), expected, what)
+            if np.array_equal(got, expected):
+                continue
+            if np.array_equal(got, ~expected):
+                raise kit.Mistake(
+                    f"{what} is True exactly where it should be False: that is the "
+                    "'True = ignore' convention of torch.nn.MultiheadAttention. In this course "
+                    "True means 'may attend'"
+                )
+            if np.array_equal(got, expected & ~np.eye(t, dtype=bool)):
+                raise kit.Mistake(
+                    f"{what} is False on the diagonal, so no token may look at itself (and the "
+                    "first query sees nothing at all), as `np.tril(..., k=-1)` would do. The "
+                    "window counts the query itself: keys i - window < j <= i"
+                )
+            if (got & ~band(t, 0, t)).any():
+                i, j = np.argwhere(got & ~band(t, 0, t))[0]
+                raise kit.Mistake(
+                    f"{what}[{i}, {j}] is True: query {i} may look at the FUTURE key {j}. "
+                    "Rows are queries and columns keys; only keys j <= i are allowed"
+                )
+            if np.array_equal(got, band(t, 0, window)):
+                raise kit.Mistake(
+                    f"{what} lets each query see {window + 1} keys, one too many: with the "
+                    "query itself included, the window keys are i - window < j <= i"
+                )
+            if np.array_equal(got, band(t, 0, window - 2)):
+                raise kit.Mistake(
+                    f"{what} lets each query see only {window - 1} keys, one too few: the "
+                    "query itself counts, so the keys are i - window < j <= i"
+                )
+            i, j = np.argwhere(got != expected)[0]
+            raise kit.Mistake(
+                f"{what}[{i}, {j}] is {bool(got[i, j])}, expected {bool(expected[i, j])}: "
+                f"query {i} may attend key {j} only if {i} - {window} < {j} <= {i}"
+            )
+        return (
+            "Your look-back mask is right: every query sees itself and the window - 1 keys "
+            "before it, never the future."
+        )
+
+    return kit.run_checks(checks)
+
+
+def check_left_padding_mask(left_padding_mask: Callable[[np.ndarray, int], Any]) -> kit.Feedback:
+    """Check the learner's mask for a left-padded batch (chapter 6, exercise 2).
+
+    Expected signature: ``left_padding_mask(lengths: np.ndarray, max_len: int) -> np.ndarray``
+    of shape ``(B, 1, T_k)`` (``T_k = max_len``) and dtype bool. Sequence ``b`` is padded at
+    the START: its ``lengths[b]`` real tokens are the LAST positions, so the mask is ``True``
+    at positions ``j >= max_len - lengths[b]`` and ``False`` on the padding before them.
+
+    Examples
+    --------
+    An untouched stub is reported as "not attempted", not as wrong:
+
+    >>> def left_padding_mask(*args):
+    ...     raise NotImplementedError
+    >>> check_left_padding_mask(left_padding_mask).attempted
+    False
+    """
+    name = kit.name_of(left_padding_mask, "left_padding_mask")
+
+    def checks() -> str:
+        cases = ((np.array([3, 1, 5]), 5), (np.array([2, 4]), 6), (np.array([0, 3]), 3))
+        for lengths, max_len in cases:
+            positions = np.arange(max_len)
+            start = (max_len - lengths)[:, None]  # (B, 1): first real position
+
+            def as_mask(is_real: np.ndarray) -> np.ndarray:
+                return is_real[:, None, :]  # (B, 1, T_k)
+
+            expected = as_mask(positions >= start)
+            what = f"{name}({kit.show(lengths)}, max_len={max_len})"
+            result = kit.call(left_padding_mask, lengths.copy(), max_len)
+            shape = np.shape(result) if result is not None else None
+            if shape == expected.shape[::2]:
+                raise kit.Mistake(
+                    f"{what} returned shape {shape} = (B, T_k). It needs an axis of size 1 for "
+                    f"the queries, (B, 1, T_k) = {expected.shape}, so that it broadcasts over "
+                    "the (B, T_q, T_k) scores: add it with `[:, None, :]`"
+                )
+            if shape == (expected.shape[0], max_len, 1):
+                raise kit.Mistake(
+                    f"{what} returned shape {shape} = (B, T_k, 1): that would hide padding "
+                    "QUERIES, not padding keys. The mask runs along the keys, the last axis: "
+                    f"(B, 1, T_k) = {expected.shape}"
+                )
+            got = kit.as_bool_array(result, expected, what)
+            if np.array_equal(got, expected):
+                continue
+            if np.array_equal(got, ~expected):
+                raise kit.Mistake(
+                    f"{what} is True on the padding and False on the real tokens: in this "
+                    "course True means 'may attend', so the real tokens are True"
+                )
+            if np.array_equal(got, as_mask(positions < lengths[:, None])):
+                raise kit.Mistake(
+                    f"{what} is the mask of a RIGHT-padded batch (real tokens first). Here the "
+                    "padding comes first: the real tokens are the last lengths[b] positions"
+                )
+            if np.array_equal(got, as_mask(positions > start)):
+                raise kit.Mistake(
+                    f"{what} hides the first real token of every sequence: the real tokens "
+                    "start at position max_len - length, so use `>=`, not `>`"
+                )
+            if np.array_equal(got, as_mask(positions >= start - 1)):
+                raise kit.Mistake(
+                    f"{what} lets every sequence see one padding position too many: the real "
+                    "tokens start at position max_len - length, not one before it"
+                )
+            b, _, j = np.argwhere(got != expected)[0]
+            raise kit.Mistake(
+                f"{what}[{b}, 0, {j}] is {bool(got[b, 0, j])}: sequence {b} has length "
+                f"{lengths[b]}, so position {j} is {'real' if expected[b, 0, j] else 'padding'}"
+            )
+        return (
+            "Your left-padding mask is right: the padding in front is hidden, the real tokens "
+            "at the end are visible, in the shape (B, 1, T_k)."
+        )
+
+    return kit.run_checks(checks)
+
+
+def _ch6_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray):
+    """Reference masked attention: weights and output, zeros for fully masked rows."""
+    return attention.scaled_dot_product_attention(q, k, v, mask=mask)
+
+
+def check_masked_attention(masked_attention: Callable[..., Any]) -> kit.Feedback:
+    """Check the learner's masked scaled dot-product attention (chapter 6, exercise 3).
+
+    Expected signature: ``masked_attention(q, k, v, mask) -> (output, weights)`` with ``q``
+    ``(B, T_q, D_k)``, ``k`` ``(B, T_k, D_k)``, ``v`` ``(B, T_k, D_v)`` and a boolean ``mask``
+    (``True`` = may attend) that broadcasts to ``(B, T_q, T_k)``; ``output`` is
+    ``(B, T_q, D_v)`` and ``weights`` ``(B, T_q, T_k)``. Masked keys get weight exactly 0 and a
+    query that may attend to nothing gets zero weights and a zero output (not NaN, not
+    uniform weights).
+
+    Examples
+    --------
+    An untouched stub is reported as "not attempted", not as wrong:
+
+    >>> def masked_attention(*args):
+    ...     raise NotImplementedError
+    >>> check_masked_attention(masked_attention).attempted
+    False
+    """
+    name = kit.name_of(masked_attention, "masked_attention")
+    rng = np.random.default_rng(6)
+    q = rng.normal(size=(2, 3, 4))  # (B, T_q, D_k)
+    k = rng.normal(size=(2, 5, 4))  # (B, T_k, D_k)
+    v = rng.normal(size=(2, 5, 2))  # (B, T_k, D_v)
+    plain = np.ones((2, 3, 5), dtype=bool)
+    tril = np.tril(np.ones((3, 5), dtype=bool))  # (T_q, T_k)
+    keys_ok = (np.arange(5) < np.array([4, 2])[:, None])[:, None, :]  # (B, 1, T_k)
+    masked = tril & keys_ok  # (B, T_q, T_k)
+    masked[1, 0] = False  # a query that may look at nothing
+
+    def check_one(mask: np.ndarray, what: str) -> None:
+        expected_out, expected_w = _ch6_attention(q, k, v, np.broadcast_to(mask, plain.shape))
+        result = kit.call_quietly(masked_attention, q.copy(), k.copy(), v.copy(), mask.copy())
+        if not isinstance(result, tuple) or len(result) != 2:
+            raise kit.Mistake(
+                f"{what} must return a pair (output, weights), got {type(result).__name__}"
+            )
+        out_raw, w_raw = result
+        w_values = kit.values_like(w_raw, expected_w)
+        empty = ~np.broadcast_to(mask, plain.shape).any(axis=-1)  # (B, T_q)
+        if w_values is not None and np.isnan(w_values).any():
+            if empty.any() and np.isnan(w_values[empty]).all():
+                raise kit.Mistake(
+                    f"the weights of {what} are NaN for query 0 of sequence 1, which may "
+                    "attend to nothing: its scores are all -inf and softmax divides 0 by 0. "
+                    "Give such a row zero weights (shift it by 0, divide only where the total "
+                    "is positive)"
+                )
+        w = kit.as_result_array(w_raw, expected_w, f"the weights of {what}")
+        allowed = np.broadcast_to(mask, plain.shape)
+        if empty.any() and np.allclose(w[empty], 1 / w.shape[-1]):
+            raise kit.Mistake(
+                f"in {what} query 0 of sequence 1 may attend to nothing, yet it got the "
+                f"uniform weights 1/{w.shape[-1]}: that is the -1e9 leak. With a large finite "
+                "number every score of the row is the same, so softmax spreads the weight over "
+                "the masked keys. Give such a row zero weights"
+            )
+        if (w[allowed] == 0).all():
+            raise kit.Mistake(
+                f"in {what} every allowed key got weight 0: is the mask inverted? True means "
+                "'may attend', so keep the scores where the mask is True and set the others "
+                "to -inf"
+            )
+        if (w[~allowed] != 0).any():
+            b, i, j = np.argwhere(~allowed & (w != 0))[0]
+            raise kit.Mistake(
+                f"in {what} key {j} of query {i} in sequence {b} is masked but got weight "
+                f"{w[b, i, j]:.3g}: set masked scores to -inf before the softmax, so that "
+                "their weights are exactly 0"
+            )
+        sums = w.sum(axis=-1)
+        if not np.allclose(sums[~empty], 1.0):
+            raise kit.Mistake(
+                f"the rows of the weights of {what} sum to {kit.show(sums.round(3))}: that is "
+                "what masking AFTER the softmax gives (zeroing weights leaves rows that no "
+                "longer sum to one). Mask the SCORES, then take the softmax"
+            )
+        unscaled = softmax.softmax(np.where(allowed, q @ np.swapaxes(k, -1, -2), -np.inf), axis=-1)
+        if not np.allclose(w, expected_w) and np.allclose(np.nan_to_num(unscaled), w, atol=1e-8):
+            raise kit.Mistake(
+                f"the weights of {what} are those of unscaled scores Q Kᵀ: divide the scores "
+                "by √d_k before the softmax"
+            )
+        kit.assert_close(w, expected_w, f"the weights of {what}")
+        out = kit.as_result_array(out_raw, expected_out, f"the output of {what}")
+        kit.assert_close(out, expected_out, f"the output of {what}")
+
+    def checks() -> str:
+        check_one(plain, f"{name}(q, k, v, mask of all True)")
+        check_one(keys_ok, f"{name}(q, k, v, padding mask of shape (2, 1, 5))")
+        check_one(masked, f"{name}(q, k, v, mask of shape (2, 3, 5) with an empty row)")
+        return (
+            "Your masked attention is right: masked keys get exactly 0, the mask broadcasts, "
+            "and a query with nothing to attend to gets zeros, never NaN or uniform weights."
+        )
+
+    return kit.run_checks(checks)
+
+
+def check_mha_attn_mask(mha_attn_mask: Callable[[np.ndarray, int], Any]) -> kit.Feedback:
+    """Check the learner's conversion to ``nn.MultiheadAttention``'s mask (chapter 6, ex. 4).
+
+    Expected signature: ``mha_attn_mask(mask: np.ndarray, n_heads: int) -> np.ndarray``. The
+    input is this course's boolean mask of shape ``(B, T_q, T_k)`` (``True`` = may attend); the
+    result is the boolean ``attn_mask`` that ``torch.nn.MultiheadAttention`` accepts for
+    per-sequence masks: shape ``(B * H, T_q, T_k)``, ``True`` = IGNORE, with the ``H`` copies
+    of sequence ``b``'s mask at rows ``b * H, …, b * H + H - 1`` (batch-major, as PyTorch
+    reshapes ``(B, H, …)`` into ``(B * H, …)``).
+
+    Examples
+    --------
+    An untouched stub is reported as "not attempted", not as wrong:
+
+    >>> def mha_attn_mask(*args):
+    ...     raise NotImplementedError
+    >>> check_mha_attn_mask(mha_attn_mask).attempted
+    False
+    """
+    name = kit.name_of(mha_attn_mask, "mha_attn_mask")
+    causal = np.tril(np.ones((3, 4), dtype=bool), k=1)  # (T_q, T_k)
+    keys_ok = (np.arange(4) < np.array([4, 2])[:, None])[:, None, :]  # (B, 1, T_k)
+    mask = causal & keys_ok  # (B, T_q, T_k) = (2, 3, 4), different per sequence
+
+    def checks() -> str:
+        for n_heads in (3, 1, 2):
+            expected = np.repeat(~mask, n_heads, axis=0)  # (B * H, T_q, T_k)
+            what = f"{name}(mask of shape {mask.shape}, n_heads={n_heads})"
+            result = kit.call(mha_attn_mask, mask.copy(), n_heads)
+            shape = np.shape(result) if result is not None else None
+            if shape == mask.shape and n_heads > 1:
+                raise kit.Mistake(
+                    f"{what} returned shape {shape} = (B, T_q, T_k). nn.MultiheadAttention "
+                    "wants a 3-D attn_mask of shape (B * H, T_q, T_k): one copy per head, "
+                    f"here {expected.shape}"
+                )
+            if shape == (mask.shape[0], n_heads, *mask.shape[1:]) and n_heads > 1:
+                raise kit.Mistake(
+                    f"{what} returned shape {shape} = (B, H, T_q, T_k): merge the first two "
+                    f"axes into B * H, shape {expected.shape}"
+                )
+            got = kit.as_bool_array(result, expected, what)
+            if np.array_equal(got, expected):
+                continue
+            if np.array_equal(got, ~expected):
+                raise kit.Mistake(
+                    f"{what} keeps our convention (True = may attend). For "
+                    "nn.MultiheadAttention a boolean True means IGNORE: invert the mask with ~"
+                )
+            if np.array_equal(got, np.tile(~mask, (n_heads, 1, 1))):
+                raise kit.Mistake(
+                    f"{what} puts the copies in the wrong order (as np.tile does: sequence 0, "
+                    "sequence 1, sequence 0, …). PyTorch reads row b * H + h as sequence b, "
+                    "head h, so the H copies of one sequence must be next to each other: "
+                    "np.repeat(..., n_heads, axis=0)"
+                )
+            index = tuple(int(i) for i in np.argwhere(got != expected)[0])
+            raise kit.Mistake(f"{what}{list(index)} is {bool(got[index])}, expected the opposite")
+        return (
+            "Your conversion is right: inverted for 'True = ignore' and repeated head by head "
+            "in the (B * H, T_q, T_k) order nn.MultiheadAttention expects."
+        )
+
+    return kit.run_checks(checks)

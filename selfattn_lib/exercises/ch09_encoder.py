@@ -1,0 +1,471 @@
+"""Checkers for the exercises of chapter 9, the encoder block."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from selfattn_lib import encoder
+from selfattn_lib.exercises import _kit as kit
+
+
+def _slipped_layer_norm(
+    x: np.ndarray,
+    gain: np.ndarray,
+    bias: np.ndarray,
+    eps: float = 1e-5,
+    *,
+    ddof: int = 0,
+    eps_outside: bool = False,
+) -> np.ndarray:
+    """Layer norm with the usual slips (the catalogue of known mistakes): ``ddof=1`` divides
+    the variance by D − 1, ``eps_outside`` adds eps after the square root."""
+    centred = x - x.mean(axis=-1, keepdims=True)
+    variance = x.var(axis=-1, keepdims=True, ddof=ddof)
+    spread = np.sqrt(variance) + eps if eps_outside else np.sqrt(variance + eps)
+    return gain * centred / spread + bias
+
+
+def check_rms_norm(rms_norm: Callable[..., Any]) -> kit.Feedback:
+    """Check the learner's RMSNorm (chapter 9, exercise 1).
+
+    Expected signature: ``rms_norm(x: np.ndarray, gain: np.ndarray, eps: float) ->
+    np.ndarray`` of the shape of ``x`` (``(..., D)``): every vector along the last axis is
+    divided by its root mean square and multiplied by ``gain`` (shape ``(D,)``),
+    ``x / sqrt(mean(x²) + eps) * gain``. No mean is subtracted and there is no bias.
+
+    Examples
+    --------
+    An untouched stub is reported as "not attempted", not as wrong:
+
+    >>> def rms_norm(*args):
+    ...     raise NotImplementedError
+    >>> check_rms_norm(rms_norm).attempted
+    False
+    """
+    name = kit.name_of(rms_norm, "rms_norm")
+    rng = np.random.default_rng(9)
+    cases = (
+        (rng.normal(loc=2.0, size=(2, 3, 5)), rng.normal(loc=1.0, size=5), 1e-6),
+        (rng.normal(size=(4, 6)), rng.normal(loc=1.0, size=6), 1e-6),
+        (rng.normal(scale=1e-3, size=(3, 4)), rng.normal(loc=1.0, size=4), 1e-4),
+    )
+
+    def mistakes(x: np.ndarray, gain: np.ndarray, eps: float) -> list[tuple[np.ndarray, str]]:
+        mean_square = (x**2).mean(axis=-1, keepdims=True)
+        found = [
+            (
+                _slipped_layer_norm(x, gain, 0.0, eps),
+                "it subtracts each vector's mean first: that is layer norm. RMSNorm does not "
+                "centre; it divides x itself by its root mean square sqrt(mean(x²) + eps)",
+            ),
+            (
+                x / (np.sqrt(mean_square) + eps) * gain,
+                "eps is added after the square root; it goes inside, sqrt(mean(x²) + eps), as "
+                "in layer norm (it matters for vectors of tiny size)",
+            ),
+            (
+                x / np.sqrt(x.var(axis=-1, keepdims=True) + eps) * gain,
+                "it divides by the standard deviation, which subtracts the mean inside; "
+                "RMSNorm divides by the root mean square of x itself, sqrt(mean(x²) + eps)",
+            ),
+            (
+                x / (mean_square + eps) * gain,
+                "it divides by the mean square without the square root, so the result does "
+                "not have a root mean square of 1",
+            ),
+            (
+                x / np.sqrt((x**2).sum(axis=-1, keepdims=True) + eps) * gain,
+                "it divides by the length sqrt(sum(x²)) instead of the root MEAN square "
+                "sqrt(mean(x²)): the result is √D times too small",
+            ),
+            (
+                x / np.sqrt(mean_square + eps),
+                "the gain is missing: multiply the normalised vector by gain, feature by feature",
+            ),
+            (
+                x / np.sqrt(mean_square) * gain,
+                "eps is missing: add it to the mean square inside the square root, which "
+                "keeps tiny vectors from being blown up (and a zero vector from giving NaN)",
+            ),
+            (
+                x / np.sqrt((x**2).mean(axis=0, keepdims=True) + eps) * gain,
+                "it averages over the first axis: the statistics of RMSNorm, like those of "
+                "layer norm, are taken over the features of ONE vector, the last axis "
+                "(axis=-1, keepdims=True)",
+            ),
+            (
+                x / np.sqrt((x**2).mean() + eps) * gain,
+                "it uses one mean square for the whole array: each vector along the last axis "
+                "needs its own (axis=-1, keepdims=True)",
+            ),
+        ]
+        return found
+
+    def checks() -> str:
+        for x, gain, eps in cases:
+            what = f"{name}(x of shape {x.shape}, gain, eps={eps:g})"
+            expected = encoder.rms_norm(x, gain, eps)
+            result = kit.plain(kit.call_quietly(rms_norm, x.copy(), gain.copy(), eps))
+            got = kit.as_result_array(result, expected, what)
+            if kit.match_known_mistakes(got, expected, mistakes(x, gain, eps), what, atol=1e-10):
+                continue
+            kit.assert_close(got, expected, what, atol=1e-10)
+        return (
+            "Your RMSNorm is right: every vector is divided by its root mean square (eps "
+            "inside the square root) and scaled by the gain — layer norm without the centring "
+            "and the bias, as in T5 and LLaMA."
+        )
+
+    return kit.run_checks(checks)
+
+
+def _ch9_encoder_layer_count(d_model: int, d_ff: int) -> int:
+    attention = 4 * d_model * d_model + 4 * d_model  # W_Q, W_K, W_V, W_O and their biases
+    feed_forward = 2 * d_model * d_ff + d_ff + d_model  # W_1, W_2 and their biases
+    norms = 2 * 2 * d_model  # two layer norms, each with a gain and a bias of size D
+    return attention + feed_forward + norms
+
+
+def check_encoder_layer_parameters(encoder_layer_parameters: Callable[..., Any]) -> kit.Feedback:
+    """Check the learner's parameter count of one encoder layer (chapter 9, exercise 2).
+
+    Expected signature: ``encoder_layer_parameters(d_model: int, n_heads: int, d_ff: int) ->
+    int``: the number of trainable numbers of one encoder layer as in the paper (and
+    ``torch.nn.TransformerEncoderLayer``): multi-head attention with four ``D × D`` weights and
+    biases, the feed-forward network ``D → d_ff → D`` with biases, and two layer norms with a
+    gain and a bias each: ``4D² + 4D + 2 D d_ff + d_ff + D + 4D``.
+
+    Examples
+    --------
+    An untouched stub is reported as "not attempted", not as wrong:
+
+    >>> def encoder_layer_parameters(*args):
+    ...     raise NotImplementedError
+    >>> check_encoder_layer_parameters(encoder_layer_parameters).attempted
+    False
+    """
+    name = kit.name_of(encoder_layer_parameters, "encoder_layer_parameters")
+    cases = ((512, 8, 2048), (8, 2, 32), (64, 4, 100), (1024, 16, 4096))
+
+    def as_count(result: Any, what: str) -> int:
+        return kit.as_whole_number(result, what, "a number of parameters")
+
+    def mistakes(d_model: int, d_ff: int) -> list[tuple[int, str]]:
+        right = _ch9_encoder_layer_count(d_model, d_ff)
+        return [
+            (
+                4 * d_model * d_model + 2 * d_model * d_ff,
+                "it counts only the weight matrices: the biases of the linear layers "
+                "(4 D + d_ff + D) and the gains and biases of the two layer norms (4 D) are "
+                "parameters too",
+            ),
+            (
+                right - 4 * d_model - d_ff - d_model,
+                "the biases of the linear layers are missing: the four attention projections "
+                "have a bias of size D each, and W_1 and W_2 have biases of sizes d_ff and D",
+            ),
+            (
+                right - 4 * d_model,
+                "the two layer norms are missing: each has a learned gain and a learned bias "
+                "of size D",
+            ),
+            (
+                right - 2 * d_model,
+                "2 D parameters of the layer norms are missing: there are two layer norms (one "
+                "per sublayer), and each has TWO learned vectors of size D, a gain and a bias",
+            ),
+            (
+                right - d_model * d_model - d_model,
+                "the output projection W_O (D × D, plus its bias) is missing",
+            ),
+            (
+                right - d_model * d_ff - d_model,
+                "the feed-forward network has two weight matrices, W_1 (D × d_ff) and W_2 "
+                "(d_ff × D); one of them is missing",
+            ),
+            (
+                _ch9_encoder_layer_count(d_model, 4 * d_model),
+                "you used d_ff = 4 · D; use the argument d_ff (the paper's 2048 = 4 · 512 is "
+                "one choice, not a rule)",
+            ),
+        ]
+
+    def checks() -> str:
+        for d_model, n_heads, d_ff in cases:
+            what = f"{name}({d_model}, {n_heads}, {d_ff})"
+            got = as_count(kit.call(encoder_layer_parameters, d_model, n_heads, d_ff), what)
+            expected = _ch9_encoder_layer_count(d_model, d_ff)
+            if got == expected:
+                continue
+            other_heads = 1 if n_heads != 1 else 2
+            other = kit.call(encoder_layer_parameters, d_model, other_heads, d_ff)
+            if as_count(other, f"{name}({d_model}, {other_heads}, {d_ff})") != got:
+                raise kit.Mistake(
+                    f"{what} returned {got:,}, and a different number for {other_heads} "
+                    "head(s): the count does not depend on H. The heads split the D columns "
+                    "of W_Q, W_K and W_V into H slices of D_h = D / H; together they are still "
+                    "D × D matrices"
+                )
+            kit.match_known_mistakes(
+                got, expected, mistakes(d_model, d_ff), f"{what} returned {got:,}"
+            )
+            raise kit.Mistake(f"{what} returned {got:,}, expected {expected:,}")
+        return (
+            "Your count is right: 3,152,384 parameters per layer of the base model — two "
+            "thirds of them in the feed-forward network, 2,048 in the layer norms."
+        )
+
+    return kit.run_checks(checks)
+
+
+def check_sublayer_connection(sublayer_connection: Callable[..., Any]) -> kit.Feedback:
+    """Check the learner's residual connection with layer norm (chapter 9, exercise 3).
+
+    Expected signature: ``sublayer_connection(x, sublayer, norm, norm_first) -> array`` where
+    ``x`` is ``(B, T, D)`` and ``sublayer`` and ``norm`` are functions from ``(B, T, D)`` to
+    ``(B, T, D)``. Post-norm (``norm_first=False``, the paper's): ``norm(x + sublayer(x))``;
+    pre-norm (``norm_first=True``): ``x + sublayer(norm(x))``.
+
+    Examples
+    --------
+    An untouched stub is reported as "not attempted", not as wrong:
+
+    >>> def sublayer_connection(*args):
+    ...     raise NotImplementedError
+    >>> check_sublayer_connection(sublayer_connection).attempted
+    False
+    """
+    name = kit.name_of(sublayer_connection, "sublayer_connection")
+    rng = np.random.default_rng(90)
+    x = rng.normal(loc=0.5, scale=2.0, size=(2, 4, 6))  # (B, T, D)
+    weight, shift = rng.normal(size=(6, 6)) / np.sqrt(6), rng.normal(size=6)
+    gain, bias = rng.normal(loc=1.0, scale=0.3, size=6), rng.normal(scale=0.5, size=6)
+
+    def sublayer(v: np.ndarray) -> np.ndarray:
+        return np.tanh(np.asarray(v) @ weight + shift)  # (B, T, D)
+
+    def norm(v: np.ndarray) -> np.ndarray:
+        return _slipped_layer_norm(np.asarray(v), gain, bias)  # (B, T, D)
+
+    post = norm(x + sublayer(x))
+    pre = x + sublayer(norm(x))
+    common = [
+        (
+            x + norm(sublayer(x)),
+            "that is x + LN(Sublayer(x)): the norm is inside the residual branch (the order "
+            "of a popular blog post). The paper adds first and normalises the sum, "
+            "LN(x + Sublayer(x)); pre-norm normalises the sublayer's INPUT, x + Sublayer(LN(x))",
+        ),
+        (
+            norm(sublayer(x)),
+            "the residual is missing: the input x must be added to the sublayer's output",
+        ),
+        (x + sublayer(x), "the layer norm is missing"),
+        (
+            sublayer(x),
+            "it returns the sublayer's output alone: add x and apply the norm",
+        ),
+    ]
+    cases = {
+        False: [
+            (
+                pre,
+                "with norm_first=False this is pre-norm, x + Sublayer(LN(x)). norm_first=False "
+                "is the paper's post-norm: LN(x + Sublayer(x))",
+            ),
+            *common,
+        ],
+        True: [
+            (
+                post,
+                "with norm_first=True this is post-norm, LN(x + Sublayer(x)). norm_first=True "
+                "means pre-norm: x + Sublayer(LN(x))",
+            ),
+            (
+                norm(x) + sublayer(norm(x)),
+                "it adds the NORMALISED input: in pre-norm the residual carries x itself, "
+                "x + Sublayer(LN(x)), so the identity path from input to output has no norm "
+                "on it",
+            ),
+            (
+                norm(x + sublayer(norm(x))),
+                "it normalises again after the addition: in pre-norm nothing sits on the "
+                "residual path, x + Sublayer(LN(x)); the stack normalises once, at the end",
+            ),
+            *common,
+        ],
+    }
+
+    def checks() -> str:
+        for norm_first, expected in ((False, post), (True, pre)):
+            what = f"{name}(x, sublayer, norm, norm_first={norm_first})"
+            result = kit.call_quietly(sublayer_connection, x.copy(), sublayer, norm, norm_first)
+            got = kit.as_result_array(kit.plain(result), expected, what)
+            if np.allclose(got, expected, rtol=1e-6, atol=1e-9):
+                continue
+            for wrong, message in cases[norm_first]:
+                if np.allclose(got, wrong, rtol=1e-6, atol=1e-9):
+                    raise kit.Mistake(f"{what}: {message}")
+            kit.assert_close(got, expected, what)
+        return (
+            "Your sublayer connection is right: post-norm normalises the sum, LN(x + F(x)); "
+            "pre-norm leaves the residual path alone, x + F(LN(x))."
+        )
+
+    return kit.run_checks(checks)
+
+
+def _slipped_encoder_layer(
+    x: np.ndarray,
+    params: dict[str, Any],
+    n_heads: int,
+    mask: np.ndarray | None,
+    norm_first: bool,
+    *,
+    ddof: int = 0,
+    eps_outside: bool = False,
+    relu: bool = True,
+    residual: bool = True,
+    swap_norms: bool = False,
+) -> np.ndarray:
+    """An encoder layer with the usual slips (the catalogue of known mistakes), one per flag;
+    the right answer is :func:`selfattn_lib.encoder.encoder_layer`."""
+    from selfattn_lib.multihead import multi_head_attention
+
+    first, second = ("2", "1") if swap_norms else ("1", "2")
+
+    def norm(v: np.ndarray, which: str) -> np.ndarray:
+        gain, bias = params[f"gain_{which}"], params[f"bias_{which}"]
+        return _slipped_layer_norm(v, gain, bias, ddof=ddof, eps_outside=eps_outside)
+
+    def attend(v: np.ndarray) -> np.ndarray:
+        return multi_head_attention(v, v, params["attention"], n_heads, mask=mask)[0]
+
+    def feed_forward(v: np.ndarray) -> np.ndarray:
+        hidden = v @ params["w_1"] + params["b_1"]  # (B, T, d_ff)
+        return (np.maximum(hidden, 0.0) if relu else hidden) @ params["w_2"] + params["b_2"]
+
+    keep = 1.0 if residual else 0.0
+    if norm_first:
+        x = keep * x + attend(norm(x, first))
+        return keep * x + feed_forward(norm(x, second))
+    x = norm(keep * x + attend(x), first)
+    return norm(keep * x + feed_forward(x), second)
+
+
+def check_encoder_layer_numpy(encoder_layer_numpy: Callable[..., Any]) -> kit.Feedback:
+    """Check the learner's NumPy encoder layer (chapter 9, exercise 4).
+
+    Expected signature: ``encoder_layer_numpy(x, params, n_heads, mask, norm_first) ->
+    np.ndarray`` for ``x`` of shape ``(B, T, D)``, a boolean ``mask`` broadcastable to
+    ``(B, T, T)`` (``True`` = may attend) or ``None``, and ``params`` a dict with
+    ``"attention"`` (a :class:`~selfattn_lib.multihead.MultiHeadParams`), ``"w_1"``
+    ``(D, d_ff)``, ``"b_1"`` ``(d_ff,)``, ``"w_2"`` ``(d_ff, D)``, ``"b_2"`` ``(D,)`` and the
+    layer norms' ``"gain_1"``, ``"bias_1"``, ``"gain_2"``, ``"bias_2"`` ``(D,)`` (eps
+    ``1e-5``). Post-norm: ``x = LN_1(x + MHA(x)); x = LN_2(x + FFN(x))``; pre-norm:
+    ``x = x + MHA(LN_1(x)); x = x + FFN(LN_2(x))``. The result equals
+    :class:`selfattn_lib.transformer.EncoderLayer` with the same weights.
+
+    Examples
+    --------
+    An untouched stub is reported as "not attempted", not as wrong:
+
+    >>> def encoder_layer_numpy(*args):
+    ...     raise NotImplementedError
+    >>> check_encoder_layer_numpy(encoder_layer_numpy).attempted
+    False
+    """
+    name = kit.name_of(encoder_layer_numpy, "encoder_layer_numpy")
+    rng = np.random.default_rng(909)
+    padding = (np.arange(4) < np.array([4, 2])[:, None])[:, None, :]  # (B, 1, T)
+    cases = (
+        (
+            rng.normal(size=(2, 4, 8)),
+            encoder.init_encoder_layer_params(8, 16, rng),
+            2,
+            padding,
+            False,
+        ),
+        (
+            rng.normal(size=(2, 4, 8)),
+            encoder.init_encoder_layer_params(8, 16, rng),
+            2,
+            padding,
+            True,
+        ),
+        (rng.normal(size=(3, 5, 8)), encoder.init_encoder_layer_params(8, 12, rng), 4, None, False),
+    )
+    slips = (
+        (
+            {"ddof": 1},
+            "the layer norm divides the variance by D - 1 (np.var's ddof=1 or "
+            "torch.var's default); layer norm uses the biased variance, divided by D",
+        ),
+        (
+            {"eps_outside": True},
+            "eps is added after the square root; layer norm computes "
+            "(x - mean) / sqrt(variance + eps)",
+        ),
+        (
+            {"relu": False},
+            "the feed-forward network has no ReLU between W_1 and W_2: "
+            "FFN(x) = max(0, x W_1 + b_1) W_2 + b_2",
+        ),
+        (
+            {"residual": False},
+            "the residual connections are missing: add each sublayer's input to its output",
+        ),
+        (
+            {"swap_norms": True},
+            "the two layer norms are swapped: gain_1 and bias_1 belong "
+            "to the attention sublayer, gain_2 and bias_2 to the feed-forward sublayer",
+        ),
+    )
+
+    def check_one(x, params, n_heads, mask, norm_first) -> None:
+        what = (
+            f"{name}(x of shape {x.shape}, params, n_heads={n_heads}, "
+            f"mask={'None' if mask is None else f'of shape {mask.shape}'}, "
+            f"norm_first={norm_first})"
+        )
+        expected = encoder.encoder_layer(x, params, n_heads, mask, norm_first)
+        copied = {key: value for key, value in params.items()}
+        mask_arg = None if mask is None else mask.copy()
+        result = kit.call_quietly(
+            encoder_layer_numpy, x.copy(), copied, n_heads, mask_arg, norm_first
+        )
+        got = kit.as_result_array(kit.plain(result), expected, what)
+        if np.allclose(got, expected, rtol=1e-7, atol=1e-9):
+            return
+        if np.allclose(got, encoder.encoder_layer(x, params, n_heads, mask, not norm_first)):
+            placement = ("post-norm", "pre-norm") if norm_first else ("pre-norm", "post-norm")
+            raise kit.Mistake(
+                f"{what} computed {placement[0]}, but norm_first={norm_first} asks for "
+                f"{placement[1]}"
+            )
+        if mask is not None and np.allclose(
+            got, encoder.encoder_layer(x, params, n_heads, None, norm_first)
+        ):
+            raise kit.Mistake(
+                f"{what} ignores the mask: pass it to multi_head_attention, so that no token "
+                "attends to the padding"
+            )
+        for flags, message in slips:
+            wrong = _slipped_encoder_layer(x, params, n_heads, mask, norm_first, **flags)
+            if np.allclose(got, wrong, rtol=1e-7, atol=1e-9):
+                raise kit.Mistake(f"{what}: {message}")
+        kit.assert_close(got, expected, what)
+
+    def checks() -> str:
+        for case in cases:
+            check_one(*case)
+        return (
+            "Your encoder layer is right, post-norm and pre-norm, with and without a padding "
+            "mask: it computes what selfattn_lib's EncoderLayer and PyTorch's "
+            "nn.TransformerEncoderLayer compute."
+        )
+
+    return kit.run_checks(checks)

@@ -1,0 +1,503 @@
+"""Checkers for the exercises of chapter 10, decoder and cross-attention."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from selfattn_lib.exercises import _kit as kit
+
+
+def check_shift_right(shift_right: Callable[..., Any]) -> kit.Feedback:
+    """Check the learner's decoder input for teacher forcing (chapter 10, exercise 1).
+
+    Expected signature: ``shift_right(tgt: np.ndarray, bos_id: int) -> np.ndarray``: for a
+    batch of targets ``tgt`` of shape ``(B, T)`` (integer ids), the decoder's input of the same
+    shape: ``bos_id`` in column 0, then ``tgt[:, :-1]`` (every target token moved one place to
+    the right, the last one dropped). The input ``tgt`` must not be changed.
+
+    Examples
+    --------
+    An untouched stub is reported as "not attempted", not as wrong:
+
+    >>> def shift_right(*args):
+    ...     raise NotImplementedError
+    >>> check_shift_right(shift_right).attempted
+    False
+    """
+    name = kit.name_of(shift_right, "shift_right")
+    cases = (
+        (np.array([[7, 8, 9, 2], [5, 2, 0, 0]]), 1),
+        (np.array([[4, 11, 6, 12, 2], [9, 9, 9, 2, 0], [3, 2, 0, 0, 0]]), 3),
+        (np.array([[6]]), 1),
+    )
+
+    def check_one(tgt: np.ndarray, bos_id: int) -> None:
+        what = f"{name}({kit.show(tgt)}, bos_id={bos_id})"
+        bos = np.full((tgt.shape[0], 1), bos_id)  # (B, 1)
+        expected = np.concatenate([bos, tgt[:, :-1]], axis=1)  # (B, T)
+        given = tgt.copy()
+        result = kit.call(shift_right, given, bos_id)
+        if not np.array_equal(given, tgt):
+            raise kit.Mistake(
+                f"{what} changed the target it was given (e.g. by assigning into it): the "
+                "loss still needs the unshifted target, so build a new array"
+            )
+        if result is not None and np.shape(result) == (tgt.shape[0], tgt.shape[1] + 1):
+            raise kit.Mistake(
+                f"{what} returned shape {np.shape(result)}: one column too many. Put <bos> in "
+                "front AND drop the last target token, so that input and target have the same "
+                "length T and input t holds target token t - 1"
+            )
+        got = kit.as_int_array(result, expected, what)
+        if np.array_equal(got, expected):
+            return
+        pad = np.zeros_like(tgt[:, :1])
+        wrong = [
+            (
+                np.concatenate([tgt[:, 1:], pad], axis=1),
+                "shifts the target to the LEFT: input t would then be target token t + 1, the "
+                "very token position t must predict, so the model could simply copy it",
+            ),
+            (
+                np.roll(tgt, 1, axis=1),
+                "rolls the target (np.roll), so the LAST target token comes first. Column 0 "
+                "must be <bos> (bos_id): at the first step nothing has been written yet",
+            ),
+            (
+                np.concatenate([bos, tgt[:, 1:]], axis=1),
+                "writes <bos> over the first target token instead of shifting the target: the "
+                "first token then never appears in the input, and the others are not moved",
+            ),
+            (
+                np.concatenate([tgt[:, :-1], bos], axis=1),
+                "puts <bos> at the END. It belongs in column 0, in front of the target",
+            ),
+            (
+                np.concatenate([np.full((tgt.shape[0], 1), 1), tgt[:, :-1]], axis=1),
+                f"puts 1 in column 0, not bos_id = {bos_id}: use the argument",
+            ),
+        ]
+        if tgt.shape[0] > 1:
+            wrong.append(
+                (
+                    np.concatenate([np.full((1, tgt.shape[1]), bos_id), tgt[:-1]], axis=0),
+                    "shifts along axis 0, the batch axis: each sequence is shifted along its "
+                    "own tokens, axis 1",
+                )
+            )
+        kit.match_known_mistakes(got, expected, wrong, what, joiner=" ")
+        b, t = np.argwhere(got != expected)[0]
+        raise kit.Mistake(
+            f"{what}[{b}, {t}] is {got[b, t]}, expected {expected[b, t]} "
+            f"({'bos_id' if t == 0 else f'target token {t - 1}'})"
+        )
+
+    def checks() -> str:
+        for tgt, bos_id in cases:
+            check_one(tgt, bos_id)
+        return (
+            "Your shift is right: <bos> first, then the target without its last token, so "
+            "the decoder's input t is target token t - 1 and every position predicts the "
+            "token it has not seen."
+        )
+
+    return kit.run_checks(checks)
+
+
+def check_decoder_self_mask(decoder_self_mask: Callable[..., Any]) -> kit.Feedback:
+    """Check the learner's mask for the decoder's self-attention (chapter 10, exercise 2).
+
+    Expected signature: ``decoder_self_mask(tgt: np.ndarray, pad_id: int) -> np.ndarray`` of
+    shape ``(B, T, T)`` and dtype bool, for a batch of decoder inputs ``tgt`` ``(B, T)``:
+    ``True`` where query ``i`` may attend key ``j``, that is ``j <= i`` (causal) AND token
+    ``j`` of that sequence is not padding. The padding *queries* keep their rows (they attend
+    the real tokens before them), so no row is empty.
+
+    Examples
+    --------
+    An untouched stub is reported as "not attempted", not as wrong:
+
+    >>> def decoder_self_mask(*args):
+    ...     raise NotImplementedError
+    >>> check_decoder_self_mask(decoder_self_mask).attempted
+    False
+    """
+    name = kit.name_of(decoder_self_mask, "decoder_self_mask")
+    cases = (
+        (np.array([[9, 9, 1, 0, 4], [1, 3, 2, 9, 9]]), 9),  # padding in front, then behind
+        (np.array([[1, 7, 8, 9], [1, 5, 2, 0], [1, 6, 0, 0]]), 0),
+    )
+
+    def check_one(tgt: np.ndarray, pad_id: int) -> None:
+        t = tgt.shape[1]
+        what = f"{name}({kit.show(tgt)}, pad_id={pad_id})"
+        causal = np.tril(np.ones((t, t), dtype=bool))  # (T, T)
+        real = tgt != pad_id  # (B, T)
+        expected = causal & real[:, None, :]  # (B, T, T): hide padding KEYS
+        result = kit.call(decoder_self_mask, tgt.copy(), pad_id)
+        shape = np.shape(result) if result is not None else None
+        if shape == (t, t):
+            raise kit.Mistake(
+                f"{what} returned shape {shape} = (T, T): one mask for the whole batch. The "
+                "padding differs from sequence to sequence, so the mask needs the batch axis: "
+                f"(B, T, T) = {expected.shape}"
+            )
+        if shape in ((tgt.shape[0], 1, t), (tgt.shape[0], t)):
+            raise kit.Mistake(
+                f"{what} returned shape {shape}: that is only the padding part. Combine it "
+                f"with the causal (T, T) mask into the (B, T, T) = {expected.shape} mask"
+            )
+        got = kit.as_bool_array(result, expected, what)
+        if np.array_equal(got, expected):
+            return
+        both_rows_and_keys = expected & real[:, :, None]
+        wrong = [
+            (
+                ~expected,
+                "is True exactly where it should be False: that is PyTorch's 'True = ignore' "
+                "convention (nn.TransformerDecoderLayer's tgt_mask). Here True = may attend",
+            ),
+            (
+                np.broadcast_to(causal, expected.shape),
+                "is only the causal mask: the padding keys stay visible (to every token after "
+                "them when a sequence is padded in front). AND it with the padding mask "
+                "(tgt != pad_id) of the keys",
+            ),
+            (
+                np.broadcast_to(real[:, None, :], expected.shape),
+                "hides the padding but not the future: every position could read the tokens "
+                "after it, the ones it is trained to predict. AND it with the causal mask",
+            ),
+            (
+                causal & real[:, :, None],
+                "hides padding QUERIES (rows) instead of padding KEYS (columns), so the real "
+                "tokens can still attend the padding. The padding mask runs along the keys, "
+                "shape (B, 1, T): `(tgt != pad_id)[:, None, :]`",
+            ),
+            (
+                both_rows_and_keys,
+                "also empties the rows of the padding queries. Their outputs are ignored by "
+                "the loss anyway, but a row with no key at all gives NaN in "
+                "nn.MultiheadAttention: hide only the padding keys (columns)",
+            ),
+            (
+                np.triu(np.ones((t, t), dtype=bool)) & real[:, None, :],
+                "lets each query see the FUTURE (the upper triangle) instead of the past: "
+                "query i may attend keys j <= i, the lower triangle, np.tril",
+            ),
+            (
+                np.tril(np.ones((t, t), dtype=bool), k=-1) & real[:, None, :],
+                "hides the diagonal: a position must see its own token too (the token it "
+                "has just read), so keys j <= i, diagonal included",
+            ),
+            (
+                causal & (tgt != 0)[:, None, :],
+                f"treats 0 as the padding, but pad_id = {pad_id} here: use the argument",
+            ),
+        ]
+        kit.match_known_mistakes(got, expected, wrong, what, joiner=" ")
+        b, i, j = np.argwhere(got != expected)[0]
+        raise kit.Mistake(
+            f"{what}[{b}, {i}, {j}] is {bool(got[b, i, j])}: query {i} may attend key {j} only "
+            f"if {j} <= {i} and token {j} of sequence {b} is not padding"
+        )
+
+    def checks() -> str:
+        for tgt, pad_id in cases:
+            check_one(tgt, pad_id)
+        return (
+            "Your mask is right: causal AND padding keys hidden, shape (B, T, T). "
+            "selfattn_lib's Transformer.decode builds the same mask."
+        )
+
+    return kit.run_checks(checks)
+
+
+def _ch10_layers(d_model: int, d_ff: int) -> tuple[int, int]:
+    """Parameters of one post-norm encoder layer and one decoder layer (with biases)."""
+    attention = 4 * d_model * d_model + 4 * d_model  # W_Q, W_K, W_V, W_O and biases
+    feed_forward = 2 * d_model * d_ff + d_ff + d_model  # W_1, W_2 and biases
+    norm = 2 * d_model  # gain and bias
+    return attention + feed_forward + 2 * norm, 2 * attention + feed_forward + 3 * norm
+
+
+def _ch10_transformer_count(vocab_size: int, d_model: int, d_ff: int, n_layers: int, tied: bool):
+    encoder_layer, decoder_layer = _ch10_layers(d_model, d_ff)
+    embeddings = (1 if tied else 3) * vocab_size * d_model
+    return embeddings + n_layers * (encoder_layer + decoder_layer)
+
+
+def check_transformer_parameters(transformer_parameters: Callable[..., Any]) -> kit.Feedback:
+    """Check the learner's parameter count of the whole Transformer (chapter 10, exercise 3).
+
+    Expected signature: ``transformer_parameters(vocab_size: int, d_model: int, d_ff: int,
+    n_layers: int, tied: bool) -> int``: the trainable numbers of the paper's (post-norm)
+    encoder–decoder with ``n_layers`` encoder and ``n_layers`` decoder layers, biases in every
+    linear layer except the output projection (which has none), a gain and a bias in every
+    layer norm, and no final layer norm. With ``tied`` one ``V × D`` matrix serves as source
+    embedding, target embedding and output projection; without, there are three such
+    matrices. The sinusoidal positions are not parameters.
+
+    Examples
+    --------
+    An untouched stub is reported as "not attempted", not as wrong:
+
+    >>> def transformer_parameters(*args):
+    ...     raise NotImplementedError
+    >>> check_transformer_parameters(transformer_parameters).attempted
+    False
+    """
+    name = kit.name_of(transformer_parameters, "transformer_parameters")
+    cases = (
+        (37000, 512, 2048, 6, True),
+        (37000, 1024, 4096, 6, True),
+        (42, 64, 128, 2, True),
+        (100, 8, 32, 3, False),
+        (37000, 512, 2048, 6, False),
+    )
+
+    def as_count(result: Any, what: str) -> int:
+        return kit.as_whole_number(result, what, "a number of parameters")
+
+    def mistakes(vocab_size: int, d_model: int, d_ff: int, n_layers: int, tied: bool):
+        right = _ch10_transformer_count(vocab_size, d_model, d_ff, n_layers, tied)
+        encoder_layer, decoder_layer = _ch10_layers(d_model, d_ff)
+        attention = 4 * d_model * d_model + 4 * d_model
+        vd = vocab_size * d_model
+        found = [
+            (
+                right - n_layers * (attention + 2 * d_model),
+                "each decoder layer is counted like an encoder layer. A decoder layer has TWO "
+                "attention blocks (masked self-attention and cross-attention, 4 D² + 4 D "
+                "each) and THREE layer norms",
+            ),
+            (
+                right - n_layers * attention,
+                "each decoder layer has two attention blocks, self-attention and "
+                "cross-attention (4 D² + 4 D each); you counted one",
+            ),
+            (
+                right - n_layers * 2 * d_model,
+                "a decoder layer has three layer norms (one after each of its three "
+                "sublayers), 2 D parameters each; you counted two",
+            ),
+            (
+                right - n_layers * decoder_layer,
+                "the decoder layers are missing: the model has n_layers of them besides the "
+                "n_layers encoder layers",
+            ),
+            (
+                right - n_layers * encoder_layer,
+                "the encoder layers are missing: the model has n_layers of them besides the "
+                "n_layers decoder layers",
+            ),
+            (
+                right + vocab_size,
+                "the output projection has no bias in the paper's model (its weight is the "
+                "embedding matrix); drop the V bias terms",
+            ),
+            (
+                right + 4 * d_model,
+                "there is no final layer norm after the paper's post-norm stacks (pre-norm "
+                "models and nn.Transformer add one to each stack: 4 D more)",
+            ),
+        ]
+        if tied:
+            found += [
+                (
+                    right + 2 * vd,
+                    "with tied embeddings the source embedding, the target embedding and the "
+                    "output projection are ONE V × D matrix, counted once, not three times",
+                ),
+                (right - vd, "the embedding matrix (V × D) is missing"),
+            ]
+        else:
+            found += [
+                (
+                    right - vd,
+                    "untied, there are three V × D matrices: the source embedding, the "
+                    "target embedding and the output projection; you counted two",
+                ),
+                (
+                    right - 2 * vd,
+                    "untied, the source embedding, the target embedding and the output "
+                    "projection are three separate V × D matrices; you counted one",
+                ),
+            ]
+        return found
+
+    def checks() -> str:
+        for case in cases:
+            what = f"{name}{case}"
+            got = as_count(kit.call(transformer_parameters, *case), what)
+            expected = _ch10_transformer_count(*case)
+            if kit.match_known_mistakes(got, expected, mistakes(*case), f"{what} returned {got:,}"):
+                continue
+            raise kit.Mistake(f"{what} returned {got:,}, expected {expected:,}")
+        return (
+            "Your count is right: 63,082,496 parameters for the base model and 214,245,376 "
+            "for the big one with a shared vocabulary of 37,000 tokens, as count_parameters "
+            "finds."
+        )
+
+    return kit.run_checks(checks)
+
+
+class _Ch10Model:
+    """A stand-in for a model: scores for the next token, recording every prefix it is
+    given. ``rule(prefix)`` names the best next token."""
+
+    def __init__(self, rule: Callable[[list[int]], int], vocab_size: int = 12) -> None:
+        self.rule, self.vocab_size, self.prefixes = rule, vocab_size, []
+
+    def __call__(self, prefix: Any) -> np.ndarray:
+        prefix = [int(token) for token in np.asarray(prefix).ravel()]
+        self.prefixes.append(prefix)
+        best = self.rule(prefix)
+        ranks = (np.arange(self.vocab_size) * 7 + len(prefix)) % self.vocab_size
+        logits = -1.0 - 0.1 * ranks  # (V,): the other tokens, all below the best
+        logits[best] = 2.0
+        return logits
+
+
+def check_greedy_decode(greedy_decode: Callable[..., Any]) -> kit.Feedback:
+    """Check the learner's greedy decoding loop (chapter 10, exercise 4).
+
+    Expected signature: ``greedy_decode(next_token_logits, bos_id: int, eos_id: int,
+    max_new_tokens: int) -> list[int]``. ``next_token_logits(prefix)`` takes the list of ids
+    written so far (``bos_id`` first) and returns the scores ``(V,)`` of the next token. The
+    result starts with ``bos_id``, then adds the highest-scoring token again and again: it
+    stops after adding ``eos_id`` (which is kept) or after ``max_new_tokens`` new tokens.
+
+    Examples
+    --------
+    An untouched stub is reported as "not attempted", not as wrong:
+
+    >>> def greedy_decode(*args):
+    ...     raise NotImplementedError
+    >>> check_greedy_decode(greedy_decode).attempted
+    False
+    """
+    name = kit.name_of(greedy_decode, "greedy_decode")
+    bos_id, eos_id = 1, 2
+    answer = [7, 3, 9, 5, eos_id]
+
+    def spell(prefix: list[int]) -> int:
+        """Writes ``answer`` whatever the source, then <eos>."""
+        return answer[min(len(prefix) - 1, len(answer) - 1)]
+
+    def chain(prefix: list[int]) -> int:
+        """Depends on the whole prefix and never writes <eos>."""
+        return 3 + (sum(prefix) * 5 + len(prefix)) % 9
+
+    def at_once(prefix: list[int]) -> int:
+        return eos_id
+
+    def special(prefix: list[int]) -> int:
+        """Writes <bos> and <pad> (id 0) like any other token: only <eos> ends the output."""
+        return (5, bos_id, 0, 4, bos_id, 6)[(len(prefix) - 1) % 6]
+
+    def reference(rule: Callable[[list[int]], int], max_new_tokens: int) -> list[int]:
+        tokens = [bos_id]
+        for _ in range(max_new_tokens):
+            tokens.append(rule(tokens))
+            if tokens[-1] == eos_id:
+                break
+        return tokens
+
+    def as_ids(result: Any, what: str) -> list[int]:
+        kit.require_result(result, what)
+        try:
+            values = np.asarray(result)
+        except (TypeError, ValueError, RuntimeError) as error:
+            raise kit.Mistake(f"{what} must return a list of token ids") from error
+        if values.ndim == 2 and values.shape[0] == 1:
+            values = values[0]
+        if values.ndim != 1 or not np.issubdtype(values.dtype, np.integer):
+            raise kit.Mistake(
+                f"{what} must return a flat list of integer token ids, got {values.dtype} "
+                f"values of shape {values.shape}"
+            )
+        return [int(value) for value in values]
+
+    def check_one(rule: Callable[[list[int]], int], max_new_tokens: int, label: str) -> None:
+        model = _Ch10Model(rule)
+        what = f"{name}({label}, bos_id={bos_id}, eos_id={eos_id}, max_new_tokens={max_new_tokens})"
+        got = as_ids(kit.call(greedy_decode, model, bos_id, eos_id, max_new_tokens), what)
+        expected = reference(rule, max_new_tokens)
+        for index, prefix in enumerate(model.prefixes):
+            if index and len(prefix) == 1:
+                raise kit.Mistake(
+                    f"{what} called next_token_logits with {prefix}, one token: pass the "
+                    "WHOLE prefix written so far, <bos> first. (Without a KV cache the decoder "
+                    "recomputes every position; its last position gives the next token.)"
+                )
+            if not prefix or prefix[0] != bos_id:
+                raise kit.Mistake(
+                    f"{what} called next_token_logits with {prefix}: the prefix must start "
+                    f"with <bos> (bos_id = {bos_id}), as the decoder's input did in training"
+                )
+        if got == expected:
+            again = as_ids(
+                kit.call(greedy_decode, _Ch10Model(rule), bos_id, eos_id, max_new_tokens), what
+            )
+            if again != got:
+                raise kit.Mistake(
+                    f"{what} gave two different answers: greedy decoding never samples"
+                )
+            return
+        if got == expected[1:]:
+            raise kit.Mistake(
+                f"{what} returned {got} without <bos> at the start: return the whole "
+                "sequence, bos_id first (as Transformer.greedy_decode does)"
+            )
+        if expected[-1] == eos_id and got == expected[:-1]:
+            raise kit.Mistake(
+                f"{what} returned {got}: it stops at <eos> but leaves it out. Keep <eos> at "
+                "the end: it tells the reader the output is complete"
+            )
+        if len(got) > len(expected) and got[: len(expected)] == expected:
+            if expected[-1] == eos_id:
+                raise kit.Mistake(
+                    f"{what} keeps writing after <eos> ({got}): stop as soon as the chosen "
+                    "token is eos_id"
+                )
+            raise kit.Mistake(
+                f"{what} returned {len(got) - 1} new tokens, more than max_new_tokens = "
+                f"{max_new_tokens} (count the tokens added after <bos>)"
+            )
+        if len(got) < len(expected) and expected[: len(got)] == got:
+            if got[-1] != eos_id and got[-1] in (bos_id, 0) and len(got) > 1:
+                raise kit.Mistake(
+                    f"{what} returned {got}: it stops at token {got[-1]}, which is not "
+                    f"eos_id = {eos_id}. Only <eos> ends the output; any other token the "
+                    "model picks is written like the rest"
+                )
+            raise kit.Mistake(
+                f"{what} returned {got}, only {len(got) - 1} new tokens: it should add up to "
+                f"max_new_tokens = {max_new_tokens} (stopping earlier only at <eos>)"
+            )
+        lowest = [bos_id]
+        for _ in range(max_new_tokens):
+            lowest.append(int(np.argmin(_Ch10Model(rule)(lowest))))
+            if lowest[-1] == eos_id:
+                break
+        if got == lowest:
+            raise kit.Mistake(f"{what} takes the LOWEST score each time: use np.argmax")
+        raise kit.Mistake(f"{what} returned {got}, expected {expected}")
+
+    def checks() -> str:
+        check_one(spell, 10, "a model that writes 7 3 9 5 <eos>")
+        check_one(spell, 3, "a model that writes 7 3 9 5 <eos>")
+        check_one(chain, 6, "a model that never writes <eos>")
+        check_one(at_once, 4, "a model that writes <eos> at once")
+        check_one(special, 6, "a model that writes <bos> and <pad> as ordinary tokens")
+        return (
+            "Your greedy decoding is right: the whole prefix in, the arg max out, stop at "
+            "<eos> (kept) or after max_new_tokens."
+        )
+
+    return kit.run_checks(checks)

@@ -1,0 +1,291 @@
+"""Tests of the checkers of chapter 1 (selfattn_lib.exercises.ch01_similarity): each names
+the mistake in typical wrong answers and accepts the usual correct alternatives. What every
+checker promises is tested once, over REFERENCES, in test_exercises_registry.py."""
+
+import numpy as np
+import pytest
+
+from selfattn_lib import exercises
+
+
+def ch1_dot_product(a, b):
+    return (a * b).sum(axis=-1)
+
+
+def ch1_cosine_similarity(a, b):
+    lengths = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)
+    if np.any(lengths == 0):
+        raise ValueError("cosine similarity is undefined for a zero vector")
+    return (a * b).sum(axis=-1) / lengths
+
+
+def ch1_unit_rows(x, axis=-1):
+    return x / np.linalg.norm(x, axis=axis, keepdims=True)
+
+
+def ch1_cosine_similarity_matrix(x, y):
+    return ch1_unit_rows(x) @ ch1_unit_rows(y).T
+
+
+def ch1_cosines_without_self(word, words, vectors):
+    similarities = ch1_unit_rows(vectors) @ ch1_unit_rows(vectors)[words.index(word)]
+    similarities[words.index(word)] = -np.inf
+    return similarities
+
+
+def ch1_nearest_neighbour(word, words, vectors):
+    return words[int(np.argmax(ch1_cosines_without_self(word, words, vectors)))]
+
+
+def ch1_stub(*args):
+    raise NotImplementedError
+
+
+CH1_CHECKERS = {
+    "check_dot_product": ch1_dot_product,
+    "check_cosine_similarity": ch1_cosine_similarity,
+    "check_cosine_similarity_matrix": ch1_cosine_similarity_matrix,
+    "check_nearest_neighbour": ch1_nearest_neighbour,
+}
+
+
+CH1_DEFAULT_NAMES = {
+    "check_dot_product": "dot_product",
+    "check_cosine_similarity": "cosine_similarity",
+    "check_cosine_similarity_matrix": "cosine_similarity_matrix",
+    "check_nearest_neighbour": "nearest_neighbour",
+}
+
+
+def assert_ch1_mistake(feedback, *fragments):
+    assert feedback.attempted and not feedback.passed
+    for fragment in fragments:
+        assert fragment in feedback.message, feedback.message
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (lambda a, b: a * b, ["returned shape (3,), the shape of the inputs", "sum(axis=-1)"]),
+        (lambda a, b: np.sum(a * b), ["a single number for 4 pairs", "summed over every axis"]),
+        (lambda a, b: a @ b, ["raised ValueError", "`a @ b` and `np.dot(a, b)` multiply"]),
+        (lambda a, b: np.dot(a, b), ["not aligned", "(a * b).sum(axis=-1)"]),
+        (lambda a, b: a @ b.T, ["returned shape (4, 4)", "a[i] is paired with b[i] only"]),
+        (lambda a, b: sum(x * y for x, y in zip(a, b, strict=True)), ["over the vectors (axis 0)"]),
+        (lambda a, b: None, ["forget the `return`"]),
+        (lambda a, b: (a + b).sum(axis=-1), ["for shape (3,) is off: got 12, expected 11"]),
+    ],
+)
+def test_ch1_dot_product_names_typical_mistakes(answer, fragments):
+    assert_ch1_mistake(exercises.check_dot_product(answer), *fragments)
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (ch1_dot_product, ["plain dot product", "divide it by the two lengths"]),
+        (
+            lambda a, b: ch1_dot_product(a, b) / ((a * a).sum(-1) * (b * b).sum(-1)),
+            ["squared lengths", "square root"],
+        ),
+        (
+            lambda a, b: ch1_dot_product(a, b) / (np.abs(a).sum(-1) * np.abs(b).sum(-1)),
+            ["L1 norm", "Euclidean length"],
+        ),
+        (
+            lambda a, b: ch1_dot_product(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)),
+            ["for shape (4, 3)", "length of the whole array", "axis=-1"],
+        ),
+        (
+            lambda a, b: ch1_dot_product(a, b) / np.linalg.norm(a, axis=-1),
+            ["length of a only"],
+        ),
+        (
+            lambda a, b: (
+                ch1_dot_product(a, b) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1))
+            ),
+            ["for a zero vector a", "returned nan (that is 0/0)", "raise a ValueError"],
+        ),
+        (
+            lambda a, b: np.nan_to_num(
+                ch1_dot_product(a, b) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1))
+            ),
+            ["for a zero vector a, cosine_similarity returned 0.", "undefined"],
+        ),
+        (
+            lambda a, b: float(a @ b) / (float(a @ a) ** 0.5 * float(b @ b) ** 0.5),
+            ["raised ValueError: matmul", "sum(axis=-1)"],
+        ),
+    ],
+)
+def test_ch1_cosine_similarity_names_typical_mistakes(answer, fragments):
+    assert_ch1_mistake(exercises.check_cosine_similarity(answer), *fragments)
+
+
+def test_ch1_cosine_similarity_reports_the_wrong_error_for_a_zero_vector():
+    def divides_by_zero_in_python(a, b):
+        if a.ndim == 1 and not a.any():
+            raise ZeroDivisionError("float division by zero")
+        return ch1_cosine_similarity(a, b)
+
+    feedback = exercises.check_cosine_similarity(divides_by_zero_in_python)
+    assert_ch1_mistake(feedback, "zero vector a", "raised ZeroDivisionError", "ValueError")
+
+
+def test_ch1_cosine_similarity_needs_a_zero_check_per_vector():
+    def checks_the_whole_array(a, b):
+        if np.linalg.norm(a) * np.linalg.norm(b) == 0:
+            raise ValueError("cosine similarity is undefined for a zero vector")
+        return ch1_dot_product(a, b) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1))
+
+    feedback = exercises.check_cosine_similarity(checks_the_whole_array)
+    assert_ch1_mistake(
+        feedback,
+        "for a stack a = [[1, 0], [0, 0]] whose second row is zero, checks_the_whole_array "
+        "returned [",
+        "nan]",
+        "(that is 0/0)",
+        "np.linalg.norm(a, axis=-1)",
+    )
+
+
+def test_ch1_cosine_similarity_checker_keeps_warnings_of_wrong_answers_quiet(recwarn):
+    exercises.check_cosine_similarity(
+        lambda a, b: (
+            ch1_dot_product(a, b) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1))
+        )
+    )
+    assert len(recwarn) == 0
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (lambda x, y: x.T @ y, ["returned shape (4, 4), which is (D, D)", "x @ y.T"]),
+        (
+            lambda x, y: ch1_cosine_similarity_matrix(x, y).T,
+            ["transposed", "row i must belong to x[i]"],
+        ),
+        (lambda x, y: x @ y.T, ["dot products x @ y.T", "length 1"]),
+        (
+            lambda x, y: ch1_unit_rows(x, axis=0) @ ch1_unit_rows(y, axis=0).T,
+            ["scaled the columns (axis 0"],
+        ),
+        (
+            lambda x, y: x @ y.T / (np.linalg.norm(x) * np.linalg.norm(y)),
+            ["length of the whole matrix"],
+        ),
+        (lambda x, y: ch1_unit_rows(x) @ y.T, ["rows of x but not the rows of y"]),
+        (
+            lambda x, y: x @ y.T / np.linalg.norm(x, axis=-1) / np.linalg.norm(y, axis=-1),
+            ["divides column j by the length of x[j]", "shape (T_q, 1)", "keepdims=True"],
+        ),
+        (
+            lambda x, y: x / np.linalg.norm(x, axis=-1) @ y.T,
+            ["could not be broadcast", "keepdims=True"],
+        ),
+        (lambda x, y: x @ y, ["matmul", "Hint: x @ y.T multiplies (T_q, D) by (D, T_k)"]),
+    ],
+)
+def test_ch1_cosine_similarity_matrix_names_typical_mistakes(answer, fragments):
+    assert_ch1_mistake(exercises.check_cosine_similarity_matrix(answer), *fragments)
+
+
+def test_ch1_cosine_similarity_matrix_names_the_transposed_shape_when_t_q_differs():
+    calls = []
+
+    def transposed_only_when_rectangular(x, y):
+        calls.append(y.shape)
+        similarities = ch1_cosine_similarity_matrix(x, y)
+        return similarities if x.shape == y.shape else similarities.T
+
+    feedback = exercises.check_cosine_similarity_matrix(transposed_only_when_rectangular)
+    assert_ch1_mistake(feedback, "returned shape (5, 3), which is (T_k, T_q)")
+    assert calls == [(3, 4), (5, 4)]
+
+
+def ch1_nearest_including_itself(word, words, vectors):
+    similarities = ch1_unit_rows(vectors) @ ch1_unit_rows(vectors)[words.index(word)]
+    return words[int(np.argmax(similarities))]
+
+
+def ch1_nearest_by_dot_product(word, words, vectors):
+    similarities = vectors @ vectors[words.index(word)]
+    similarities[words.index(word)] = -np.inf
+    return words[int(np.argmax(similarities))]
+
+
+def ch1_nearest_by_distance(word, words, vectors):
+    distances = np.linalg.norm(vectors - vectors[words.index(word)], axis=-1)
+    distances[words.index(word)] = np.inf
+    return words[int(np.argmin(distances))]
+
+
+def ch1_farthest_neighbour(word, words, vectors):
+    similarities = ch1_unit_rows(vectors) @ ch1_unit_rows(vectors)[words.index(word)]
+    return words[int(np.argmin(similarities))]
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (ch1_nearest_including_itself, ["returned 'dog' itself", "cosine similarity 1"]),
+        (ch1_nearest_by_dot_product, ["returned 'horse', the nearest by dot product"]),
+        (ch1_nearest_by_distance, ["('bike', words, vectors) returned 'drove'", "Euclidean"]),
+        (
+            lambda word, words, vectors: int(
+                np.argmax(ch1_cosines_without_self(word, words, vectors))
+            ),
+            ["returned the number", "return the word itself, a str"],
+        ),
+        (ch1_farthest_neighbour, ["the least similar word", "argmax"]),
+        (lambda word, words, vectors: "zebra", ["'zebra', which is not one of words"]),
+        (lambda word, words, vectors: "cat", ["('bike', words, vectors) returned 'cat'"]),
+        (lambda word, words, vectors: None, ["must return a word (a str), got NoneType"]),
+    ],
+)
+def test_ch1_nearest_neighbour_names_typical_mistakes(answer, fragments):
+    assert_ch1_mistake(exercises.check_nearest_neighbour(answer), *fragments)
+
+
+def test_ch1_nearest_neighbour_accepts_any_exactly_tied_word(monkeypatch):
+    from selfattn_lib import embeddings
+
+    # Give "cat", the nearest neighbour of "dog", a twin: an identical vector (like "the" and
+    # "was") under another name, so that "dog" has two equally near neighbours.
+    original_embed, original_vocabulary = embeddings.embed, embeddings.vocabulary
+    twin_vocabulary = (*original_vocabulary(), "kitty")
+
+    def embed_with_twin(words):
+        return original_embed(["cat" if word == "kitty" else word for word in words])
+
+    monkeypatch.setattr(embeddings, "vocabulary", lambda: twin_vocabulary)
+    monkeypatch.setattr(embeddings, "embed", embed_with_twin)
+
+    def prefers(twin_first):
+        def nearest_neighbour(word, words, vectors):
+            similarities = ch1_cosines_without_self(word, words, vectors)
+            best = np.flatnonzero(similarities >= similarities.max() - 1e-9)
+            order = sorted(best, key=lambda j: words[j], reverse=twin_first)
+            return words[int(order[0])]
+
+        return nearest_neighbour
+
+    for twin_first in (False, True):
+        feedback = exercises.check_nearest_neighbour(prefers(twin_first))
+        assert feedback.passed, feedback.message
+
+
+def test_ch1_nearest_neighbour_cannot_pass_by_position():
+    words_seen = []
+
+    def remembers_the_order(word, words, vectors):
+        words_seen.append(list(words))
+        return ch1_nearest_neighbour(word, words, vectors)
+
+    assert exercises.check_nearest_neighbour(remembers_the_order).passed
+    assert words_seen[0] != sorted(words_seen[0]), "the words are not in alphabetical order"
+
+
+# Every checker of the chapter with a correct answer: test_exercises_registry.py runs them.
+REFERENCES = dict(CH1_CHECKERS)

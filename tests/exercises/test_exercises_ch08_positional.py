@@ -1,0 +1,287 @@
+"""Tests of the checkers of chapter 8 (selfattn_lib.exercises.ch08_positional): each names
+the mistake in typical wrong answers and accepts the usual correct alternatives. What every
+checker promises is tested once, over REFERENCES, in test_exercises_registry.py."""
+
+import numpy as np
+import pytest
+
+from selfattn_lib import exercises
+
+# (Everything from here to the end of the file tests the checkers of chapter 8.)
+
+
+def ch8_angles(max_len, d_model, start=0, sign=-1.0, two=2):
+    positions = np.arange(start, start + max_len)[:, None]
+    return positions * 10000.0 ** (sign * np.arange(0, two * d_model // 2, two) / d_model)
+
+
+def ch8_split_layout_encoding(max_len, d_model):
+    angles = ch8_angles(max_len, d_model)
+    return np.concatenate([np.sin(angles), np.cos(angles)], axis=1)
+
+
+def ch8_interleaved(max_len, d_model):
+    angles = ch8_angles(max_len, d_model)
+    return np.stack([np.sin(angles), np.cos(angles)], axis=-1).reshape(max_len, d_model)
+
+
+def ch8_wavelengths(d_model):
+    return 2 * np.pi * 10000.0 ** (np.arange(0, d_model, 2) / d_model)
+
+
+def ch8_closest_pair(d_model, wavelength):
+    return int(np.argmin(np.abs(np.log(ch8_wavelengths(d_model) / wavelength))))
+
+
+def ch8_self_attention(z, scale=True):
+    scores = z @ z.T / (np.sqrt(z.shape[-1]) if scale else 1.0)
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return weights / weights.sum(axis=-1, keepdims=True) @ z
+
+
+def ch8_equivariance_gap(x, order, encoding, *, slot=True, reshuffle="order", reduce=np.max):
+    shuffled = x[order] + encoding if slot else (x + encoding)[order]
+    original = ch8_self_attention(x + encoding)
+    if reshuffle == "order":
+        original = original[order]
+    elif reshuffle == "inverse":
+        original = original[np.argsort(order)]
+    return float(reduce(np.abs(ch8_self_attention(shuffled) - original)))
+
+
+def ch8_slowest_angle(row, sine=-2, cosine=-1):
+    return np.arctan2(row[sine], row[cosine])
+
+
+def ch8_decode_position(row):
+    d_model = len(row)
+    angle = np.mod(ch8_slowest_angle(row), 2 * np.pi)
+    return round(angle / 10000.0 ** (-(d_model - 2) / d_model))
+
+
+def ch8_stub(*args):
+    raise NotImplementedError
+
+
+CH8_CHECKERS = {
+    "split_layout_encoding": (exercises.check_split_layout_encoding, ch8_split_layout_encoding),
+    "closest_pair": (exercises.check_closest_pair, ch8_closest_pair),
+    "equivariance_gap": (exercises.check_equivariance_gap, ch8_equivariance_gap),
+    "decode_position": (exercises.check_decode_position, ch8_decode_position),
+}
+
+
+def assert_ch8_mistake(feedback, *fragments):
+    assert feedback.attempted and not feedback.passed, feedback
+    for fragment in fragments:
+        assert fragment in feedback.message, feedback.message
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda t, d: ch8_split_layout_encoding(t, d).astype(np.float32),
+        lambda t, d: ch8_split_layout_encoding(t, d).tolist(),
+        lambda t, d: ch8_interleaved(t, d)[:, np.r_[0:d:2, 1:d:2]],  # regroup the columns
+    ],
+)
+def test_ch8_split_layout_encoding_accepts_equivalent_answers(answer):
+    assert exercises.check_split_layout_encoding(answer).passed
+
+
+def ch8_split_of(angles):
+    return np.concatenate([np.sin(angles), np.cos(angles)], axis=1)
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (ch8_interleaved, ["interleaved layout", "np.concatenate"]),
+        (
+            lambda t, d: ch8_split_of(ch8_angles(t, d))[:, np.r_[d // 2 : d, 0 : d // 2]],
+            ["cosines come first"],
+        ),
+        (lambda t, d: ch8_split_of(ch8_angles(t, d, two=1)[:, : d // 2]), ["exponent is 2i/D"]),
+        (lambda t, d: ch8_split_of(ch8_angles(t, d, sign=1.0)), ["MULTIPLIED"]),
+        (lambda t, d: ch8_split_of(ch8_angles(t, d, start=1)), ["start at 1"]),
+        (lambda t, d: ch8_split_layout_encoding(t, d).T, ["= (D, T)", "one row per position"]),
+        (lambda t, d: ch8_split_layout_encoding(t, d)[:, ::-1], ["is off at index"]),
+    ],
+)
+def test_ch8_split_layout_encoding_names_typical_mistakes(answer, fragments):
+    assert_ch8_mistake(exercises.check_split_layout_encoding(answer), *fragments)
+
+
+def ch8_closest_pair_by_formula(d_model, wavelength):
+    index = d_model / 2 * np.log(wavelength / (2 * np.pi)) / np.log(10000.0)
+    return np.clip(np.round(index), 0, d_model // 2 - 1)  # a float64 holding a whole number
+
+
+def test_ch8_closest_pair_accepts_the_formula():
+    assert exercises.check_closest_pair(ch8_closest_pair_by_formula).passed
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (lambda d, w: 2 * ch8_closest_pair(d, w), ["DIMENSION 2i", "i = 18"]),
+        (
+            lambda d, w: int(np.argmin(np.abs(np.log(ch8_wavelengths(d) / (2 * np.pi) / w)))),
+            ["λ_i / 2π"],
+        ),
+        (
+            lambda d, w: int(np.argmin(np.abs(ch8_wavelengths(d) - w))),
+            ["closest by DIFFERENCE", "closest_pair(8, 300)"],
+        ),
+        (
+            lambda d, w: int(np.argmin(np.abs(2 * np.pi / ch8_wavelengths(d) - 2 * np.pi / w))),
+            ["FREQUENCY", "closest_pair(16, 100)"],
+        ),
+        (lambda d, w: ch8_closest_pair(d, w) + 0.5, ["whole number"]),
+        (lambda d, w: d // 2, ["i = 0 … 31"]),
+        (lambda d, w: min(ch8_closest_pair(d, w) + 1, d // 2 - 1), ["expected 18"]),
+        (lambda d, w: [ch8_closest_pair(d, w)], ["returned shape (1,)"]),
+    ],
+)
+def test_ch8_closest_pair_names_typical_mistakes(answer, fragments):
+    assert_ch8_mistake(exercises.check_closest_pair(answer), *fragments)
+
+
+def ch8_gap_by_unshuffling(x, order, encoding):
+    from selfattn_lib.attention import scaled_dot_product_attention
+
+    shuffled, original = x[order] + encoding, x + encoding
+    ours = scaled_dot_product_attention(shuffled, shuffled, shuffled)[0]
+    back = ours[np.argsort(order)]  # undo the shuffle instead of repeating it
+    return np.abs(back - scaled_dot_product_attention(original, original, original)[0]).max()
+
+
+def ch8_gap_in_float32_torch(x, order, encoding):
+    import torch
+
+    def attend(z):  # (T, D) float32 tensor: torch's default dtype
+        return torch.softmax(z @ z.T / z.shape[-1] ** 0.5, dim=-1) @ z
+
+    x_t, encoding_t = torch.tensor(x, dtype=torch.float32), torch.tensor(encoding).float()
+    shuffled = attend(x_t[torch.as_tensor(order)] + encoding_t)
+    return (shuffled - attend(x_t + encoding_t)[torch.as_tensor(order)]).abs().max()
+
+
+@pytest.mark.parametrize("answer", [ch8_gap_by_unshuffling, ch8_gap_in_float32_torch])
+def test_ch8_equivariance_gap_accepts_unshuffling_and_float32(answer):
+    # float32 rounding leaves a gap of about 1e-7 where the exact gap is 0: still correct.
+    feedback = exercises.check_equivariance_gap(answer)
+    assert feedback.passed, feedback.message
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (
+            lambda x, o, e: ch8_equivariance_gap(x, o, e, slot=False),
+            ["still equivariant", "belongs to a SLOT"],
+        ),
+        (
+            lambda x, o, e: ch8_equivariance_gap(x, o, np.zeros_like(e)),
+            ["left out", "x[order] + encoding"],
+        ),
+        (lambda x, o, e: ch8_equivariance_gap(x, o, e, reshuffle="none"), ["UNSHUFFLED"]),
+        (lambda x, o, e: ch8_equivariance_gap(x, o, e, reshuffle="inverse"), ["inverse"]),
+        (lambda x, o, e: ch8_equivariance_gap(x, o, e, reduce=np.mean), ["MEAN"]),
+        (
+            lambda x, o, e: float(
+                np.abs(
+                    ch8_self_attention(x[o] + e, scale=False)
+                    - ch8_self_attention(x + e, scale=False)[o]
+                ).max()
+            ),
+            ["unscaled", "√D"],
+        ),
+        (lambda x, o, e: -ch8_equivariance_gap(x, o, e), ["≥ 0"]),
+        (
+            lambda x, o, e: float(
+                (ch8_self_attention(x[o] + e) - ch8_self_attention(x + e)[o]).max()
+            ),
+            ["SIGNED", "np.abs"],
+        ),
+        (lambda x, o, e: 2 * ch8_equivariance_gap(x, o, e), ["expected"]),
+        (
+            lambda x, o, e: np.abs(ch8_self_attention(x[o] + e) - ch8_self_attention(x + e)[o]),
+            ["returned shape (5, 4)"],
+        ),
+    ],
+)
+def test_ch8_equivariance_gap_names_typical_mistakes(answer, fragments):
+    assert_ch8_mistake(exercises.check_equivariance_gap(answer), *fragments)
+
+
+def ch8_decode_by_search(row):
+    from selfattn_lib.positional import sinusoidal_encoding
+
+    table = sinusoidal_encoding(20000, len(row))  # (20000, D): every allowed position
+    return int(np.argmin(np.abs(table - row).sum(axis=1)))
+
+
+def ch8_slowest(row):
+    return 10000.0 ** (-(len(row) - 2) / len(row))
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        ch8_decode_by_search,
+        lambda row: np.mod(ch8_slowest_angle(row), 2 * np.pi) / ch8_slowest(row),  # not rounded
+        lambda row: np.int64(ch8_decode_position(np.asarray(row))),
+    ],
+)
+def test_ch8_decode_position_accepts_equivalent_answers(answer):
+    assert exercises.check_decode_position(answer).passed
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (
+            lambda row: round(ch8_slowest_angle(row) / ch8_slowest(row)),
+            ["(-π, π]", "np.mod(angle, 2 * np.pi)", "PE[19999] with D = 32"],
+        ),
+        (lambda row: round(np.arcsin(row[-2]) / ch8_slowest(row)), ["np.arcsin", "arctan2"]),
+        (lambda row: round(np.arccos(row[-1]) / ch8_slowest(row)), ["np.arccos", "arctan2"]),
+        (
+            lambda row: round(
+                np.mod(ch8_slowest_angle(row, sine=-1, cosine=-2), 2 * np.pi) / ch8_slowest(row)
+            ),
+            ["swapped"],
+        ),
+        (
+            lambda row: round(np.mod(ch8_slowest_angle(row, sine=0, cosine=1), 2 * np.pi)),
+            ["pair 0 repeats every 6.283 positions", "PE[7]"],
+        ),
+        (
+            lambda row: round(np.mod(ch8_slowest_angle(row, 2, 3), 2 * np.pi) * 10000 ** (2 / 32)),
+            ["pair 1 repeats"],
+        ),
+        (lambda row: ch8_decode_position(row) + 0.3, ["round to the nearest whole number"]),
+        (lambda row: ch8_decode_position(row) + 1, ["expected 0"]),
+    ],
+)
+def test_ch8_decode_position_names_typical_mistakes(answer, fragments):
+    assert_ch8_mistake(exercises.check_decode_position(answer), *fragments)
+
+
+def test_ch8_decode_position_reads_shifted_encodings():
+    # A position moved by the offset rotation of the chapter is read back as p + k.
+    d_model, position, offset = 64, 1234, 56
+    omega = 10000.0 ** (-np.arange(0, d_model, 2) / d_model)
+    row = ch8_interleaved(position + 1, d_model)[position]
+    rotated = np.empty(d_model)
+    cos, sin = np.cos(offset * omega), np.sin(offset * omega)
+    rotated[0::2] = row[0::2] * cos + row[1::2] * sin
+    rotated[1::2] = row[1::2] * cos - row[0::2] * sin
+    assert ch8_decode_position(rotated) == position + offset
+
+
+# Every checker of the chapter with a correct answer: test_exercises_registry.py runs them.
+REFERENCES = {
+    **{checker.__name__: solution for checker, solution in CH8_CHECKERS.values()},
+}

@@ -1,0 +1,306 @@
+"""Tests of the checkers of chapter 10 (selfattn_lib.exercises.ch10_decoder): each names
+the mistake in typical wrong answers and accepts the usual correct alternatives. What every
+checker promises is tested once, over REFERENCES, in test_exercises_registry.py."""
+
+import numpy as np
+import pytest
+
+from selfattn_lib import exercises
+
+
+def ch10_shift_right(tgt, bos_id):
+    return np.concatenate([np.full((len(tgt), 1), bos_id), tgt[:, :-1]], axis=1)
+
+
+def ch10_shift_right_torch(tgt, bos_id):
+    import torch
+
+    tgt = torch.as_tensor(tgt)
+    return torch.cat([torch.full_like(tgt[:, :1], bos_id), tgt[:, :-1]], dim=1)
+
+
+def ch10_shift_right_in_place_copy(tgt, bos_id):
+    shifted = np.empty_like(tgt)
+    shifted[:, 0], shifted[:, 1:] = bos_id, tgt[:, :-1]
+    return shifted.tolist()
+
+
+def ch10_decoder_self_mask(tgt, pad_id):
+    causal = np.tril(np.ones((tgt.shape[1],) * 2, dtype=bool))
+    return causal & (tgt != pad_id)[:, None, :]
+
+
+def ch10_decoder_self_mask_loops(tgt, pad_id):
+    n, t = tgt.shape
+    return np.array(
+        [[[j <= i and tgt[b, j] != pad_id for j in range(t)] for i in range(t)] for b in range(n)]
+    )
+
+
+def ch10_transformer_parameters(vocab_size, d_model, d_ff, n_layers, tied):
+    attention = 4 * d_model**2 + 4 * d_model
+    feed_forward = 2 * d_model * d_ff + d_ff + d_model
+    encoder = attention + feed_forward + 4 * d_model
+    decoder = 2 * attention + feed_forward + 6 * d_model
+    return (1 if tied else 3) * vocab_size * d_model + n_layers * (encoder + decoder)
+
+
+def ch10_transformer_parameters_torch(vocab_size, d_model, d_ff, n_layers, tied):
+    import torch
+
+    from selfattn_lib.transformer import Transformer, TransformerConfig, count_parameters
+
+    config = TransformerConfig(
+        vocab_size,
+        vocab_size,
+        d_model=d_model,
+        n_heads=1,
+        d_ff=d_ff,
+        n_layers=n_layers,
+        share_embeddings=tied,
+        tie_output=tied,
+    )
+    with torch.device("meta"):
+        return count_parameters(Transformer(config))
+
+
+def ch10_greedy_decode(next_token_logits, bos_id, eos_id, max_new_tokens):
+    tokens = [bos_id]
+    for _ in range(max_new_tokens):
+        tokens.append(int(np.argmax(next_token_logits(tokens))))
+        if tokens[-1] == eos_id:
+            break
+    return tokens
+
+
+def ch10_greedy_decode_array(next_token_logits, bos_id, eos_id, max_new_tokens):
+    tokens = np.array([bos_id])
+    while len(tokens) <= max_new_tokens and (len(tokens) == 1 or tokens[-1] != eos_id):
+        tokens = np.append(tokens, np.argmax(next_token_logits(tokens)))
+    return tokens
+
+
+def ch10_stub(*args):
+    raise NotImplementedError
+
+
+CH10_CHECKERS = {
+    "check_shift_right": [ch10_shift_right, ch10_shift_right_torch, ch10_shift_right_in_place_copy],
+    "check_decoder_self_mask": [ch10_decoder_self_mask, ch10_decoder_self_mask_loops],
+    "check_transformer_parameters": [
+        ch10_transformer_parameters,
+        ch10_transformer_parameters_torch,
+        lambda *args: float(ch10_transformer_parameters(*args)),
+        lambda *args: np.int64(ch10_transformer_parameters(*args)),
+    ],
+    "check_greedy_decode": [ch10_greedy_decode, ch10_greedy_decode_array],
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "answer"),
+    [(name, answer) for name, answers in CH10_CHECKERS.items() for answer in answers],
+)
+def test_ch10_correct_answers_pass(name, answer):
+    feedback = getattr(exercises, name)(answer)
+    assert feedback.passed and feedback.attempted, feedback.message
+    assert repr(feedback).startswith("✔ Correct.")
+
+
+def assert_ch10_mistake(feedback, *fragments):
+    assert feedback.attempted and not feedback.passed, feedback.message
+    for fragment in fragments:
+        assert fragment in feedback.message, feedback.message
+
+
+def ch10_overwrite_in_place(tgt, bos_id):
+    tgt[:, 1:] = tgt[:, :-1].copy()
+    tgt[:, 0] = bos_id
+    return tgt
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (
+            lambda tgt, bos: np.concatenate([tgt[:, 1:], np.zeros_like(tgt[:, :1])], axis=1),
+            ["to the LEFT"],
+        ),
+        (lambda tgt, bos: np.roll(tgt, 1, axis=1), ["np.roll", "LAST target token"]),
+        (
+            lambda tgt, bos: np.concatenate([np.full((len(tgt), 1), bos), tgt[:, 1:]], axis=1),
+            ["writes <bos> over the first target token"],
+        ),
+        (
+            lambda tgt, bos: np.concatenate([tgt[:, :-1], np.full((len(tgt), 1), bos)], axis=1),
+            ["at the END"],
+        ),
+        (
+            lambda tgt, bos: np.concatenate([np.full((len(tgt), 1), bos), tgt], axis=1),
+            ["one column too many", "drop the last target token"],
+        ),
+        (lambda tgt, bos: ch10_shift_right(tgt, 1), ["not bos_id = 3"]),
+        (lambda tgt, bos: ch10_shift_right(tgt, bos).astype(float), ["dtype float64"]),
+        (
+            lambda tgt, bos: np.concatenate([np.full((1, tgt.shape[1]), bos), tgt[:-1]], axis=0),
+            ["axis 0, the batch axis"],
+        ),
+        (ch10_overwrite_in_place, ["changed the target it was given"]),
+        (lambda tgt, bos: None, ["forget the `return`"]),
+        (lambda tgt, bos: tgt, ["expected 1 (bos_id)"]),
+    ],
+)
+def test_ch10_shift_right_names_typical_mistakes(answer, fragments):
+    assert_ch10_mistake(exercises.check_shift_right(answer), *fragments)
+
+
+def ch10_causal(tgt):
+    return np.tril(np.ones((tgt.shape[1],) * 2, dtype=bool))
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (lambda tgt, pad: ~ch10_decoder_self_mask(tgt, pad), ["'True = ignore'"]),
+        (
+            lambda tgt, pad: np.broadcast_to(
+                ch10_causal(tgt), (len(tgt),) + ch10_causal(tgt).shape
+            ),
+            ["only the causal mask"],
+        ),
+        (lambda tgt, pad: ch10_causal(tgt), ["(T, T): one mask for the whole batch"]),
+        (lambda tgt, pad: (tgt != pad)[:, None, :], ["only the padding part"]),
+        (
+            lambda tgt, pad: np.broadcast_to(
+                (tgt != pad)[:, None, :], (len(tgt),) + (tgt.shape[1],) * 2
+            ),
+            ["not the future"],
+        ),
+        (lambda tgt, pad: ch10_causal(tgt) & (tgt != pad)[:, :, None], ["QUERIES (rows)"]),
+        (
+            lambda tgt, pad: ch10_decoder_self_mask(tgt, pad) & (tgt != pad)[:, :, None],
+            ["empties the rows of the padding queries"],
+        ),
+        (
+            lambda tgt, pad: (
+                np.triu(np.ones((tgt.shape[1],) * 2, dtype=bool)) & (tgt != pad)[:, None, :]
+            ),
+            ["FUTURE"],
+        ),
+        (
+            lambda tgt, pad: (
+                np.tril(np.ones((tgt.shape[1],) * 2, dtype=bool), k=-1) & (tgt != pad)[:, None, :]
+            ),
+            ["hides the diagonal"],
+        ),
+        (lambda tgt, pad: ch10_decoder_self_mask(tgt, 0), ["pad_id = 9"]),
+        (lambda tgt, pad: ch10_decoder_self_mask(tgt, pad).astype(int), ["must be boolean"]),
+    ],
+)
+def test_ch10_decoder_self_mask_names_typical_mistakes(answer, fragments):
+    assert_ch10_mistake(exercises.check_decoder_self_mask(answer), *fragments)
+
+
+def ch10_count_with(**changes):
+    """A parameter count with one typical mistake."""
+
+    def count(vocab_size, d_model, d_ff, n_layers, tied):
+        attention = 4 * d_model**2 + 4 * d_model
+        feed_forward = 2 * d_model * d_ff + d_ff + d_model
+        encoder = attention + feed_forward + 4 * d_model
+        decoder = changes.get("n_attention", 2) * attention + feed_forward
+        decoder += changes.get("n_norms", 3) * 2 * d_model
+        n_matrices = changes.get("tied_matrices", 1) if tied else changes.get("untied_matrices", 3)
+        total = n_matrices * vocab_size * d_model + n_layers * (encoder + decoder)
+        return total + changes.get("extra", lambda v, d: 0)(vocab_size, d_model)
+
+    return count
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (ch10_count_with(n_attention=1, n_norms=2), ["counted like an encoder layer"]),
+        (ch10_count_with(n_attention=1), ["you counted one"]),
+        (ch10_count_with(n_norms=2), ["three layer norms"]),
+        (ch10_count_with(tied_matrices=3), ["ONE V × D matrix, counted once"]),
+        (ch10_count_with(tied_matrices=0), ["embedding matrix (V × D) is missing"]),
+        (ch10_count_with(untied_matrices=2), ["you counted two"]),
+        (ch10_count_with(extra=lambda v, d: v), ["no bias"]),
+        (ch10_count_with(extra=lambda v, d: 4 * d), ["no final layer norm"]),
+        (lambda *args: None, ["forget the `return`"]),
+        (lambda *args: 1.5, ["whole number"]),
+        (lambda *args: [1, 2], ["one whole number"]),
+        (lambda *args: 12, ["returned 12, expected 63,082,496"]),
+    ],
+)
+def test_ch10_transformer_parameters_names_typical_mistakes(answer, fragments):
+    assert_ch10_mistake(exercises.check_transformer_parameters(answer), *fragments)
+
+
+def ch10_decode_with(
+    *,
+    keep_bos=True,
+    keep_eos=True,
+    stop=True,
+    stop_also=(),
+    extra=0,
+    pick=np.argmax,
+    prefix=lambda tokens: tokens,
+):
+    def decode(next_token_logits, bos_id, eos_id, max_new_tokens):
+        tokens = [bos_id]
+        for _ in range(max_new_tokens + extra):
+            tokens.append(int(pick(next_token_logits(prefix(tokens)))))
+            if (stop and tokens[-1] == eos_id) or tokens[-1] in stop_also:
+                break
+        if not keep_eos and tokens[-1] == eos_id:
+            tokens = tokens[:-1]
+        return tokens if keep_bos else tokens[1:]
+
+    return decode
+
+
+def ch10_sampling_decode(next_token_logits, bos_id, eos_id, max_new_tokens):
+    rng = np.random.default_rng()
+    tokens = [bos_id]
+    for _ in range(max_new_tokens):
+        logits = next_token_logits(tokens)
+        probabilities = np.exp(logits - logits.max())
+        tokens.append(int(rng.choice(len(logits), p=probabilities / probabilities.sum())))
+        if tokens[-1] == eos_id:
+            break
+    return tokens
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (ch10_decode_with(keep_bos=False), ["without <bos> at the start"]),
+        (ch10_decode_with(keep_eos=False), ["leaves it out"]),
+        (ch10_decode_with(stop=False), ["keeps writing after <eos>"]),
+        (ch10_decode_with(stop_also=(1,)), ["stops at token 1, which is not eos_id"]),
+        (ch10_decode_with(stop_also=(0,)), ["stops at token 0, which is not eos_id"]),
+        (ch10_decode_with(extra=1), ["more than max_new_tokens = 3"]),
+        (ch10_decode_with(extra=-1), ["it should add up to"]),
+        (ch10_decode_with(pick=np.argmin), ["LOWEST score"]),
+        (ch10_decode_with(prefix=lambda tokens: tokens[-1:]), ["pass the WHOLE prefix"]),
+        (
+            ch10_decode_with(prefix=lambda tokens: tokens[1:] or tokens),
+            ["next_token_logits with [7]"],
+        ),
+        (lambda f, b, e, m: None, ["forget the `return`"]),
+        (lambda f, b, e, m: [[1.0, 2.0]], ["flat list of integer token ids"]),
+    ],
+)
+def test_ch10_greedy_decode_names_typical_mistakes(answer, fragments):
+    assert_ch10_mistake(exercises.check_greedy_decode(answer), *fragments)
+
+
+def test_ch10_greedy_decode_notices_sampling():
+    feedback = exercises.check_greedy_decode(ch10_sampling_decode)
+    assert feedback.attempted and not feedback.passed
+
+
+# Every checker of the chapter with a correct answer: test_exercises_registry.py runs them.
+REFERENCES = {name: solutions[0] for name, solutions in CH10_CHECKERS.items()}

@@ -1,0 +1,133 @@
+"""Tests of selfattn_lib.exercises._kit: the shared pieces of every checker give the standard
+messages, and one tolerance policy decides what counts as equal."""
+
+import numpy as np
+import pytest
+
+from selfattn_lib.exercises import _kit as kit
+
+
+def test_feedback_reads_as_a_verdict():
+    assert repr(kit.Feedback(True, True, "Well done.")) == "✔ Correct. Well done."
+    assert repr(kit.Feedback(False, False, "Go.")) == "○ Not attempted yet. Go."
+    assert repr(kit.Feedback(False, True, "Off.")) == "✘ Not yet. Off."
+    assert bool(kit.Feedback(True, True, "")) and not kit.Feedback(False, True, "")
+
+
+def test_run_checks_turns_the_first_problem_into_feedback():
+    assert kit.run_checks(lambda: "Praise.") == kit.Feedback(True, True, "Praise.")
+
+    def stub():
+        raise kit.NotAttempted("Write it.")
+
+    def wrong():
+        raise kit.Mistake("Off by one.")
+
+    assert kit.run_checks(stub) == kit.Feedback(False, False, "Write it.")
+    assert kit.run_checks(wrong) == kit.Feedback(False, True, "Off by one.")
+
+
+def test_call_reports_a_stub_as_not_attempted_and_an_error_with_its_arguments():
+    def stub(x):
+        raise NotImplementedError
+
+    with pytest.raises(kit.NotAttempted, match="Replace `raise NotImplementedError`"):
+        kit.call(stub, 1)
+    with pytest.raises(kit.Mistake, match=r"ZeroDivisionError.*an array of shape \(2,\), 0"):
+        kit.call(lambda x, y: 1 / y, np.ones(2), 0)
+    with pytest.raises(kit.Mistake, match="expected a function, got int"):
+        kit.call(3)
+
+
+def test_call_quietly_silences_numpys_warnings(recwarn):
+    assert np.isnan(kit.call_quietly(lambda: np.float64(0) / np.float64(0)))
+    assert not recwarn.list
+
+
+def test_call_on_copy_catches_a_function_that_changes_its_argument():
+    def in_place(scores):
+        scores -= scores.max()
+        return scores
+
+    with pytest.raises(kit.Mistake, match="changed the array it was given"):
+        kit.call_on_copy(in_place, np.array([1.0, 2.0]))
+    assert np.array_equal(kit.call_on_copy(lambda s: s - 1, np.array([1.0])), [0.0])
+
+
+def test_name_of_prefers_the_learners_name_and_falls_back_for_lambdas():
+    def my_softmax(x):
+        return x
+
+    assert kit.name_of(my_softmax, "softmax") == "my_softmax"
+    assert kit.name_of(lambda x: x, "softmax") == "softmax"
+    assert kit.name_of(np.exp, "softmax") == "exp"
+
+
+@pytest.mark.parametrize(
+    ("read", "fragment"),
+    [
+        (lambda r: kit.as_array(r, "f(x)"), "f(x) returned None: did you forget the `return`"),
+        (lambda r: kit.as_result_array(r, np.zeros(2), "f(x)"), "forget the `return`"),
+        (lambda r: kit.as_bool_array(r, np.zeros(2, bool), "f(x)"), "forget the `return`"),
+        (lambda r: kit.as_int_array(r, np.zeros(2, int), "f(x)"), "forget the `return`"),
+        (lambda r: kit.as_whole_number(r, "f(x)"), "forget the `return`"),
+        (lambda r: kit.as_tuple(r, 2, "f(x)", "a pair"), "forget the `return`"),
+    ],
+)
+def test_every_reader_gives_the_same_message_for_a_forgotten_return(read, fragment):
+    with pytest.raises(kit.Mistake, match=fragment.replace("(", r"\(").replace(")", r"\)")):
+        read(None)
+
+
+def test_as_result_array_checks_shape_and_finiteness():
+    assert kit.as_result_array([1, 2], np.zeros(2), "f").dtype == np.float64
+    with pytest.raises(kit.Mistake, match=r"returned shape \(3,\), expected \(\) \(a single"):
+        kit.as_result_array([1, 2, 3], np.zeros(()), "f")
+    with pytest.raises(kit.Mistake, match="NaN"):
+        kit.as_result_array([np.nan, 1], np.zeros(2), "f")
+    with pytest.raises(kit.Mistake, match="infinity"):
+        kit.as_result_array([np.inf, 1], np.zeros(2), "f")
+    with pytest.raises(kit.Mistake, match="must return numbers, got str"):
+        kit.as_result_array("ab", np.zeros(2), "f")
+
+
+def test_readers_of_masks_token_ids_counts_and_tuples():
+    with pytest.raises(kit.Mistake, match="must be boolean"):
+        kit.as_bool_array(np.array([1, 0]), np.zeros(2, bool), "mask")
+    with pytest.raises(kit.Mistake, match="only True and False"):
+        kit.as_bool_array(np.array([2, 0]), np.zeros(2, bool), "mask")
+    with pytest.raises(kit.Mistake, match="token ids are integers"):
+        kit.as_int_array(np.array([1.0, 2.0]), np.zeros(2, int), "shift")
+    assert kit.as_whole_number(np.float64(12.0), "n") == 12
+    with pytest.raises(kit.Mistake, match="a length is a whole number"):
+        kit.as_whole_number(12.5, "n", "a length")
+    with pytest.raises(kit.Mistake, match="one whole number"):
+        kit.as_whole_number(True, "n")
+    with pytest.raises(kit.Mistake, match="must return a pair"):
+        kit.as_tuple([1, 2, 3], 2, "f", "a pair")
+
+
+def test_plain_reads_tensors_that_require_grad():
+    torch = pytest.importorskip("torch")
+    tensor = torch.ones(2, requires_grad=True) * 2
+    assert np.array_equal(kit.as_array(tensor, "f"), [2.0, 2.0])
+
+
+def test_one_tolerance_policy_and_exact_integers():
+    assert kit.equal(1.0, 1.0 + 1e-9) and not kit.equal(1.0, 1.0 + 1e-4)
+    assert not kit.equal(np.zeros(2), np.zeros(3))
+    assert not kit.equal(63_082_496, 63_082_497)  # integers compare exactly
+    assert kit.equal(np.array([True, False]), np.array([True, False]))
+    with pytest.raises(kit.Mistake, match=r"is off at index \(1,\): got 3, expected 2"):
+        kit.assert_close(np.array([1.0, 3.0]), np.array([1.0, 2.0]), "w")
+
+
+def test_match_known_mistakes_names_the_slip_and_skips_slips_equal_to_the_answer():
+    expected = np.array([1.0, 2.0])
+    catalogue = [(np.array([1.0, 2.0]), "a harmless slip here"), (expected * 2, "doubled")]
+    assert kit.match_known_mistakes(expected, expected, catalogue, "f") is True
+    with pytest.raises(kit.Mistake, match="^f: doubled$"):
+        kit.match_known_mistakes(expected * 2, expected, catalogue, "f")
+    with pytest.raises(kit.Mistake, match="^f returned 4 doubled$"):
+        kit.match_known_mistakes(4, 2, [(4, "doubled")], "f returned 4", joiner=" ")
+    assert kit.match_known_mistakes(expected * 3, expected, catalogue, "f") is False
