@@ -58,7 +58,7 @@ def softmax_state(scores: ArrayLike, values: ArrayLike) -> SoftmaxState:
 def _check_state(name: str, state: object) -> SoftmaxState:
     if not isinstance(state, tuple | list) or len(state) != 3:
         raise TypeError(f"{name} must be a tuple (m, l, acc), got {type(state).__name__}")
-    m = as_float_array(f"{name}[0] (m)", state[0])
+    m = as_float_array(f"{name}[0] (m)", state[0], allow_neg_inf=True)
     l = as_float_array(f"{name}[1] (l)", state[1])  # noqa: E741 - the paper's name
     acc = as_float_array(f"{name}[2] (acc)", state[2], layout="(..., T_q, D_v)")
     if m.shape != l.shape or acc.shape[:-1] != m.shape:
@@ -66,8 +66,11 @@ def _check_state(name: str, state: object) -> SoftmaxState:
             f"{name} must hold m (..., T_q), l (..., T_q) and acc (..., T_q, D_v): got shapes "
             f"{m.shape}, {l.shape} and {acc.shape}"
         )
-    if np.any(l <= 0):
-        raise ValueError(f"{name}: every l must be positive (it sums exponentials)")
+    if np.any(l < 0) or np.any((l == 0) != np.isneginf(m)):
+        raise ValueError(
+            f"{name}: l sums exponentials, so it is positive, or 0 with m = -inf for a query "
+            "that has seen no key yet"
+        )
     return m, l, acc
 
 
@@ -76,7 +79,8 @@ def merge_states(state_a: SoftmaxState, state_b: SoftmaxState) -> SoftmaxState:
 
     Both states are rescaled to the larger maximum ``m = max(m_a, m_b)``:
     ``l = l_a e^(m_a − m) + l_b e^(m_b − m)`` and likewise ``acc``. Every factor is at most 1,
-    so nothing overflows, whatever the scores.
+    so nothing overflows, whatever the scores. The state of no keys at all,
+    ``(-inf, 0, 0)``, merges as the identity.
 
     Shapes
     ------
@@ -98,7 +102,8 @@ def merge_states(state_a: SoftmaxState, state_b: SoftmaxState) -> SoftmaxState:
             f"state_a and state_b must have equal shapes: acc {acc_a.shape} vs {acc_b.shape}"
         )
     m = np.maximum(m_a, m_b)  # (..., T_q)
-    factor_a, factor_b = np.exp(m_a - m), np.exp(m_b - m)  # (..., T_q), each at most 1
+    with np.errstate(invalid="ignore"):  # -inf - (-inf) where neither state has seen a key
+        factor_a, factor_b = (np.where(np.isneginf(x), 0.0, np.exp(x - m)) for x in (m_a, m_b))
     l = l_a * factor_a + l_b * factor_b  # noqa: E741 - the paper's name
     return m, l, acc_a * factor_a[..., None] + acc_b * factor_b[..., None]
 
@@ -117,6 +122,8 @@ def state_output(state: SoftmaxState) -> np.ndarray:
     array([[2.]])
     """
     _, denominator, acc = _check_state("state", state)
+    if np.any(denominator == 0):
+        raise ValueError("state: a query has seen no key (l = 0), so it has no output")
     return acc / denominator[..., None]
 
 

@@ -102,3 +102,14 @@ def test_blocked_causal_attention_equals_direct_attention_and_pytorch(n_tokens, 
 def test_bad_input_is_refused_with_a_clear_error(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_the_state_of_no_keys_merges_as_the_identity():
+    empty = (np.full(2, -np.inf), np.zeros(2), np.zeros((2, 3)))
+    state = softmax_state(np.array([[1.0, 2.0], [0.5, -1.0]]), np.arange(6.0).reshape(2, 3))
+    for merged in (merge_states(empty, state), merge_states(state, empty)):
+        assert all(np.array_equal(a, b) for a, b in zip(merged, state, strict=True))
+    both_empty = merge_states(empty, empty)
+    assert np.isneginf(both_empty[0]).all() and not both_empty[1].any()
+    with pytest.raises(ValueError, match="no key"):
+        state_output(both_empty)

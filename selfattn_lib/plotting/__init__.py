@@ -1,0 +1,100 @@
+"""Figures used across the course: shared primitives (``base``) and one module per chapter.
+
+Every function returns a :class:`matplotlib.figure.Figure` and never calls ``show``. Figures
+are made with ``Figure()`` rather than ``pyplot``, so a notebook displays each one exactly
+once (as the cell's value) and no figure is kept alive by pyplot's global state. Pass ``ax``
+to draw into an existing axes instead (for small multiples); the axes' figure is returned.
+
+A figure draws arrays that the concept modules computed; it does no attention maths of its
+own. Colours: sequential data (weights in [0, 1]) uses ``viridis``; signed data uses the
+diverging ``RdBu_r`` centred on zero; categorical lines use the Okabe–Ito palette. All three
+are safe for the common forms of colour blindness.
+"""
+
+from selfattn_lib.plotting.base import (
+    DIVERGING_CMAP,
+    OKABE_ITO,
+    SEQUENTIAL_CMAP,
+    bar_chart,
+    heatmap,
+    new_axes,
+    text_colour,
+    vectors_2d,
+)
+from selfattn_lib.plotting.ch01_similarity import (
+    similarity_geometry,
+)
+from selfattn_lib.plotting.ch02_softmax import (
+    temperature_weights,
+)
+from selfattn_lib.plotting.ch03_self_attention import (
+    spotlight_attention,
+    spotlight_weights,
+)
+from selfattn_lib.plotting.ch04_queries_keys_values import (
+    projected_attention_weights,
+)
+from selfattn_lib.plotting.ch05_scaling import (
+    scaling_effect,
+)
+from selfattn_lib.plotting.ch06_masks import (
+    MASK_KINDS,
+    mask_and_weights,
+)
+from selfattn_lib.plotting.ch07_multi_head import (
+    HEAD_LAYOUTS,
+    head_layout,
+    head_weights,
+)
+from selfattn_lib.plotting.ch08_positional import (
+    encoding_heatmap,
+    positional_waves,
+    wavelength_plot,
+)
+from selfattn_lib.plotting.ch09_encoder import (
+    depth_curves,
+    encoder_layer_diagram,
+    normalization_axes,
+)
+from selfattn_lib.plotting.ch10_decoder import (
+    cross_attention_maps,
+    loss_curve,
+    visible_characters,
+)
+from selfattn_lib.plotting.ch11_at_scale import (
+    block_schedule,
+    scaling_plot,
+)
+
+__all__ = [
+    "text_colour",
+    "MASK_KINDS",
+    "HEAD_LAYOUTS",
+    "DIVERGING_CMAP",
+    "OKABE_ITO",
+    "SEQUENTIAL_CMAP",
+    "bar_chart",
+    "heatmap",
+    "new_axes",
+    "vectors_2d",
+    "similarity_geometry",
+    "temperature_weights",
+    "spotlight_attention",
+    "spotlight_weights",
+    "projected_attention_weights",
+    "scaling_effect",
+    "mask_and_weights",
+    "head_layout",
+    "head_weights",
+    "encoding_heatmap",
+    "positional_waves",
+    "wavelength_plot",
+    "depth_curves",
+    "encoder_layer_diagram",
+    "normalization_axes",
+    "cross_attention_maps",
+    "loss_curve",
+    "visible_characters",
+    "block_schedule",
+    "scaling_plot",
+]

@@ -1,0 +1,224 @@
+"""The figures' shared primitives: palette, contrast rule, axes, heatmap, bars, 2-D vectors.
+
+Every function returns a :class:`matplotlib.figure.Figure` and never calls ``show``. Figures
+are made with ``Figure()`` rather than ``pyplot``, so a notebook displays each one exactly
+once (as the cell's value) and no figure is kept alive by pyplot's global state. Pass ``ax``
+to draw into an existing axes instead (for small multiples); the axes' figure is returned.
+
+Colours: sequential data (weights in [0, 1]) uses ``viridis``; signed data (similarities)
+uses the diverging ``RdBu_r`` centred on zero; categorical lines use the Okabe–Ito palette.
+All three are safe for the common forms of colour blindness.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.colors import TwoSlopeNorm
+from matplotlib.figure import Figure
+
+SEQUENTIAL_CMAP = "viridis"
+DIVERGING_CMAP = "RdBu_r"
+# Okabe & Ito (2008), "Color Universal Design": distinguishable under common colour blindness.
+OKABE_ITO: tuple[str, ...] = (
+    "#0072B2",  # blue
+    "#D55E00",  # vermillion
+    "#009E73",  # bluish green
+    "#CC79A7",  # reddish purple
+    "#E69F00",  # orange
+    "#56B4E9",  # sky blue
+    "#F0E442",  # yellow
+    "#000000",  # black
+)
+
+
+def text_colour(rgba: Sequence[float]) -> str:
+    """``"black"`` on a light colour, ``"white"`` on a dark one: the one contrast rule of the
+    course's figures (relative luminance, ITU-R BT.709 weights, above or below 0.5).
+
+    Shapes
+    ------
+    ``rgba``: 3 or 4 numbers in [0, 1] (red, green, blue and an ignored alpha).
+
+    Examples
+    --------
+    >>> text_colour((1.0, 1.0, 0.0)), text_colour((0.0, 0.0, 0.5, 1.0))
+    ('black', 'white')
+    """
+    red, green, blue = rgba[:3]
+    return "black" if 0.2126 * red + 0.7152 * green + 0.0722 * blue > 0.5 else "white"
+
+
+def new_axes(figsize: tuple[float, float] = (5.0, 4.0), ax: Axes | None = None) -> Axes:
+    """Return ``ax`` if given, else the axes of a new, pyplot-free figure of ``figsize``."""
+    if ax is not None:
+        return ax
+    fig = Figure(figsize=figsize, layout="constrained")
+    return fig.add_subplot()
+
+
+def heatmap(
+    matrix: np.ndarray,
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
+    *,
+    title: str = "",
+    xlabel: str = "key",
+    ylabel: str = "query",
+    colorbar_label: str = "",
+    annotate: bool = True,
+    fmt: str = ".2f",
+    vmin: float | None = None,
+    vmax: float | None = None,
+    ax: Axes | None = None,
+) -> Figure:
+    """Draw a labelled matrix, e.g. similarities or attention weights.
+
+    Signed data is drawn with a diverging map centred on zero, non-negative data with
+    ``viridis`` from 0 (or ``vmin``) to the largest value (or ``vmax``): give the same limits
+    to panels that should share a colour scale. Cell values are written in the cells when
+    ``annotate`` is true, dark on light cells and light on dark ones.
+
+    Shapes
+    ------
+    ``matrix``: ``(T_q, T_k)``; ``row_labels``: ``T_q`` strings; ``col_labels``: ``T_k`` strings.
+
+    Examples
+    --------
+    >>> fig = heatmap(np.eye(2), ["a", "b"], ["a", "b"], title="identity")
+    >>> fig.axes[0].get_title()
+    'identity'
+    """
+    values = np.asarray(matrix, dtype=np.float64)
+    if values.ndim != 2:
+        raise ValueError(f"matrix must be 2-D (T_q, T_k), got shape {values.shape}")
+    if len(row_labels) != values.shape[0] or len(col_labels) != values.shape[1]:
+        raise ValueError(
+            f"labels do not fit matrix of shape {values.shape}: "
+            f"{len(row_labels)} row_labels and {len(col_labels)} col_labels"
+        )
+    if not np.isfinite(values).all():
+        raise ValueError("matrix contains NaN or infinity")
+
+    ax = new_axes((0.6 * values.shape[1] + 2.5, 0.5 * values.shape[0] + 1.5), ax)
+    if values.min() < 0:
+        limit = float(np.abs(values).max())
+        norm = TwoSlopeNorm(
+            vmin=-limit if vmin is None else vmin, vcenter=0.0, vmax=limit if vmax is None else vmax
+        )
+        image = ax.imshow(values, cmap=DIVERGING_CMAP, norm=norm)
+    else:
+        image = ax.imshow(
+            values, cmap=SEQUENTIAL_CMAP, vmin=0.0 if vmin is None else vmin, vmax=vmax
+        )
+
+    ax.set_xticks(range(values.shape[1]), labels=list(col_labels), rotation=45, ha="right")
+    ax.set_yticks(range(values.shape[0]), labels=list(row_labels))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.figure.colorbar(image, ax=ax, label=colorbar_label)
+
+    if annotate:
+        for (row, col), value in np.ndenumerate(values):
+            colour = text_colour(image.cmap(image.norm(value)))
+            ax.text(
+                col, row, format(value, fmt), ha="center", va="center", fontsize=8, color=colour
+            )
+    return ax.figure
+
+
+def bar_chart(
+    values: np.ndarray,
+    labels: Sequence[str],
+    *,
+    title: str = "",
+    xlabel: str = "",
+    ylabel: str = "",
+    ylim: tuple[float, float] | None = None,
+    annotate: bool = True,
+    fmt: str = ".2f",
+    ax: Axes | None = None,
+) -> Figure:
+    """Draw one bar per label, e.g. the softmax weights of a row of scores.
+
+    Shapes
+    ------
+    ``values``: ``(T,)``; ``labels``: ``T`` strings.
+
+    Examples
+    --------
+    >>> fig = bar_chart(np.array([0.2, 0.8]), ["a", "b"], ylabel="weight")
+    >>> fig.axes[0].get_ylabel()
+    'weight'
+    """
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim != 1 or len(labels) != values.shape[0]:
+        raise ValueError(
+            f"values must be 1-D with one entry per label: values has shape {values.shape}, "
+            f"there are {len(labels)} labels"
+        )
+    ax = new_axes((0.55 * len(labels) + 2.5, 3.0), ax)
+    bars = ax.bar(range(len(labels)), values, color=OKABE_ITO[0])
+    ax.set_xticks(range(len(labels)), labels=list(labels))
+    ax.axhline(0.0, color="black", linewidth=0.8)
+    if ylim is not None:
+        ax.set_ylim(*ylim)
+    if annotate:
+        ax.bar_label(bars, labels=[format(value, fmt) for value in values], fontsize=8)
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    return ax.figure
+
+
+def vectors_2d(
+    vectors: dict[str, Sequence[float]],
+    *,
+    title: str = "",
+    xlabel: str = "",
+    ylabel: str = "",
+    ax: Axes | None = None,
+) -> Figure:
+    """Draw named 2-D vectors as arrows from the origin, each labelled at its tip.
+
+    Shapes
+    ------
+    ``vectors``: a mapping from name to a vector of shape ``(2,)``.
+
+    Examples
+    --------
+    >>> fig = vectors_2d({"a": [1, 0], "b": [0, 1]}, xlabel="x", ylabel="y")
+    >>> fig.axes[0].get_xlabel()
+    'x'
+    """
+    if not vectors:
+        raise ValueError("vectors is empty: give at least one named vector")
+    points = {name: np.asarray(vector, dtype=np.float64) for name, vector in vectors.items()}
+    for name, point in points.items():
+        if point.shape != (2,):
+            raise ValueError(f"vectors[{name!r}] must have shape (2,), got {point.shape}")
+
+    ax = new_axes((4.5, 4.5), ax)
+    for index, (name, point) in enumerate(points.items()):
+        colour = OKABE_ITO[index % len(OKABE_ITO)]
+        ax.annotate(
+            "",
+            xy=tuple(point),
+            xytext=(0.0, 0.0),
+            arrowprops={"arrowstyle": "-|>", "color": colour, "linewidth": 2},
+        )
+        ax.annotate(name, xy=tuple(point), xytext=(4, 4), textcoords="offset points", color=colour)
+
+    reach = max(1.0, max(float(np.abs(point).max()) for point in points.values())) * 1.2
+    ax.set_xlim(-reach, reach)
+    ax.set_ylim(-reach, reach)
+    ax.set_aspect("equal")
+    ax.axhline(0.0, color="grey", linewidth=0.6)
+    ax.axvline(0.0, color="grey", linewidth=0.6)
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    return ax.figure

@@ -1,0 +1,251 @@
+"""Figures of chapter 7, multi-head attention."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from selfattn_lib.plotting.base import (
+    SEQUENTIAL_CMAP,
+    new_axes,
+    text_colour,
+)
+
+HEAD_LAYOUTS: tuple[str, ...] = ("T D", "T H D_h", "H T D_h")
+# Light tints of the Okabe–Ito colours, one per head: black text stays readable on them.
+_HEAD_TINTS: tuple[str, ...] = ("#9CC3E0", "#EFB28A", "#8FD4BF", "#E7BCD5", "#F3D08A", "#B9DFF4")
+
+
+def head_layout(
+    values: np.ndarray,
+    layout: str,
+    *,
+    n_heads: int,
+    tokens: Sequence[str] | None = None,
+    title: str = "",
+    ax: Axes | None = None,
+) -> Figure:
+    """Draw an array of feature *numbers* as labelled grids, to follow a split into heads.
+
+    ``values`` holds the numbers ``0 … T·D − 1`` of a ``(T, D)`` array — entry ``t·D + f`` is
+    feature ``f`` of token ``t`` — rearranged as ``layout`` says:
+
+    - ``"T D"``: one grid, a row per token (the input, or the merged heads);
+    - ``"T H D_h"``: one small grid per token, a row per head (after the reshape);
+    - ``"H T D_h"``: one grid per head, a row per token (after the transpose).
+
+    Every cell shows its number and, below it, where it came from (``t1 f4`` is feature 4 of
+    token 1). Its colour is the head that feature belongs to, ``f // D_h``, so a head's grid
+    with two colours holds features of another head, and a row whose labels name two tokens
+    mixes two tokens.
+
+    Shapes
+    ------
+    ``values``: ``(T, D)``, ``(T, H, D_h)`` or ``(H, T, D_h)`` (as ``layout`` says), a
+    permutation of ``0 … T·D − 1``; ``tokens``: ``T`` labels (default ``t0, t1, …``).
+
+    Examples
+    --------
+    >>> numbers = np.arange(8).reshape(2, 4)  # T = 2 tokens, D = 4 features
+    >>> fig = head_layout(numbers.reshape(2, 2, 2).swapaxes(0, 1), "H T D_h", n_heads=2)
+    >>> [text.get_text() for text in fig.axes[0].texts if text.get_text().startswith("head")]
+    ['head 0', 'head 1']
+    """
+    from matplotlib.patches import Rectangle
+
+    if layout not in HEAD_LAYOUTS:
+        raise ValueError(f"layout must be one of {HEAD_LAYOUTS}, got {layout!r}")
+    array = np.asarray(values)
+    expected_ndim = len(layout.split())
+    if array.ndim != expected_ndim:
+        raise ValueError(
+            f"values must have shape ({', '.join(layout.split())}) for layout {layout!r}, "
+            f"got shape {array.shape}"
+        )
+    if layout == "T D":
+        n_tokens, d_model = array.shape
+    elif layout == "T H D_h":
+        n_tokens, d_model = array.shape[0], array.shape[1] * array.shape[2]
+    else:
+        n_tokens, d_model = array.shape[1], array.shape[0] * array.shape[2]
+    if isinstance(n_heads, bool) or not isinstance(n_heads, int) or n_heads < 1:
+        raise ValueError(f"n_heads must be a positive integer, got {n_heads!r}")
+    if d_model % n_heads or (layout != "T D" and array.shape[layout.split().index("H")] != n_heads):
+        raise ValueError(
+            f"values of shape {array.shape} in layout {layout!r} do not hold n_heads = {n_heads} "
+            f"heads of D = {d_model} features"
+        )
+    if not np.array_equal(np.sort(array, axis=None), np.arange(n_tokens * d_model)):
+        raise ValueError(
+            f"values must hold each number 0 … T·D − 1 = {n_tokens * d_model - 1} once "
+            "(entry t·D + f stands for feature f of token t)"
+        )
+    if n_heads > len(_HEAD_TINTS):
+        raise ValueError(f"at most {len(_HEAD_TINTS)} heads can be coloured, got {n_heads}")
+    tokens = [f"t{t}" for t in range(n_tokens)] if tokens is None else list(tokens)
+    if len(tokens) != n_tokens:
+        raise ValueError(f"tokens must hold T = {n_tokens} labels, got {len(tokens)}")
+    d_head = d_model // n_heads
+
+    if layout == "T D":
+        blocks = array[None]  # (1, T, D)
+        block_titles = [""]
+        row_labels = tokens
+        col_labels = [f"f{f}" for f in range(d_model)]
+    elif layout == "T H D_h":
+        blocks = array  # (T, H, D_h)
+        block_titles = [f"token {label}" for label in tokens]
+        row_labels = [f"head {h}" for h in range(n_heads)]
+        col_labels = [str(i) for i in range(d_head)]
+    else:
+        blocks = array  # (H, T, D_h)
+        block_titles = [f"head {h}" for h in range(n_heads)]
+        row_labels = tokens
+        col_labels = [str(i) for i in range(d_head)]
+    n_blocks, n_rows, n_cols = blocks.shape
+    gap = 0.6
+    width = n_blocks * n_cols + (n_blocks - 1) * gap
+
+    ax = new_axes((0.62 * width + 1.2, 0.62 * n_rows + 1.0), ax)
+    for block, block_values in enumerate(blocks):
+        left = block * (n_cols + gap)
+        for (row, col), number in np.ndenumerate(block_values):
+            token, feature = divmod(int(number), d_model)
+            ax.add_patch(
+                Rectangle(
+                    (left + col, row),
+                    1,
+                    1,
+                    facecolor=_HEAD_TINTS[feature // d_head],
+                    edgecolor="white",
+                    linewidth=1.5,
+                )
+            )
+            ax.text(
+                left + col + 0.5,
+                row + 0.42,
+                str(int(number)),
+                ha="center",
+                va="center",
+                fontsize=10,
+                fontweight="bold",
+                in_layout=False,  # inside its cell: the layout need not measure it (faster)
+            )
+            ax.text(
+                left + col + 0.5,
+                row + 0.78,
+                f"t{token} f{feature}",
+                ha="center",
+                va="center",
+                fontsize=6.5,
+                in_layout=False,
+            )
+        ax.add_patch(
+            Rectangle((left, 0), n_cols, n_rows, fill=False, edgecolor="black", linewidth=1.2)
+        )
+        if layout == "T D":
+            for boundary in range(d_head, d_model, d_head):  # where one head's slice ends
+                ax.plot(
+                    [boundary, boundary], [0, n_rows], color="black", linewidth=1.2, linestyle="--"
+                )
+        if block_titles[block]:
+            ax.text(
+                left + n_cols / 2, -0.25, block_titles[block], ha="center", va="bottom", fontsize=9
+            )
+        for col, label in enumerate(col_labels):
+            ax.text(
+                left + col + 0.5,
+                n_rows + 0.15,
+                label,
+                ha="center",
+                va="top",
+                fontsize=7,
+                color="dimgray",
+            )
+    for row, label in enumerate(row_labels):
+        ax.text(-0.15, row + 0.5, label, ha="right", va="center", fontsize=8)
+    ax.set_xlim(-0.15 - 0.18 * max(len(label) for label in row_labels), width + 0.05)
+    ax.set_ylim(n_rows + 0.7, -0.9 if any(block_titles) else -0.3)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    axis_note = {
+        "T D": "feature",
+        "T H D_h": "feature within the head",
+        "H T D_h": "feature within the head",
+    }[layout]
+    ax.text(width / 2, n_rows + 0.65, axis_note, ha="center", va="top", fontsize=7, color="dimgray")
+    ax.set_title(title, fontsize=10)
+    return ax.figure
+
+
+def head_weights(
+    weights: np.ndarray,
+    tokens: Sequence[str],
+    *,
+    key_tokens: Sequence[str] | None = None,
+    titles: Sequence[str] | None = None,
+    axes: Sequence[Axes] | None = None,
+) -> Figure:
+    """Draw the attention weights of several heads side by side, on one colour scale.
+
+    Every panel is a heatmap (queries as rows, keys as columns, weights written in the cells)
+    with colours fixed to ``[0, 1]``, so the same colour means the same weight in every head;
+    one colour bar serves all panels.
+
+    Shapes
+    ------
+    ``weights``: ``(H, T_q, T_k)``; ``tokens``: ``T_q`` labels; ``key_tokens``: ``T_k``
+    labels (default ``tokens``); ``titles``: ``H`` strings (default ``head 0, head 1, …``);
+    ``axes``: ``H`` axes.
+
+    Examples
+    --------
+    >>> fig = head_weights(np.full((2, 3, 3), 1 / 3), ["a", "b", "c"])
+    >>> [ax.get_title() for ax in fig.axes]  # two panels, then the shared colour bar
+    ['head 0', 'head 1', '']
+    """
+    values = np.asarray(weights, dtype=np.float64)
+    if values.ndim != 3:
+        raise ValueError(f"weights must have shape (H, T_q, T_k), got shape {values.shape}")
+    n_heads, t_q, t_k = values.shape
+    key_tokens = tokens if key_tokens is None else key_tokens
+    if len(tokens) != t_q or len(key_tokens) != t_k:
+        raise ValueError(
+            f"labels do not fit weights of shape {values.shape}: {len(tokens)} tokens and "
+            f"{len(key_tokens)} key_tokens"
+        )
+    titles = [f"head {h}" for h in range(n_heads)] if titles is None else list(titles)
+    if len(titles) != n_heads:
+        raise ValueError(f"titles must hold H = {n_heads} strings, got {len(titles)}")
+    if not np.isfinite(values).all() or values.min() < 0 or values.max() > 1 + 1e-9:
+        raise ValueError("weights must lie in [0, 1]")
+    if axes is None:
+        fig = Figure(figsize=(n_heads * (0.55 * t_k + 1.9) + 1.0, 0.5 * t_q + 1.6))
+        fig.set_layout_engine("constrained")
+        axes = np.atleast_1d(fig.subplots(1, n_heads)).ravel()
+    if len(axes) != n_heads:
+        raise ValueError(f"axes must hold H = {n_heads} axes, got {len(axes)}")
+    for head, ax in enumerate(axes):
+        image = ax.imshow(values[head], cmap=SEQUENTIAL_CMAP, vmin=0.0, vmax=1.0)
+        ax.set_xticks(range(t_k), labels=list(key_tokens), rotation=45, ha="right")
+        ax.set_yticks(range(t_q), labels=list(tokens))
+        ax.set_xlabel("key")
+        ax.set_ylabel("query")
+        ax.set_title(titles[head])
+        for (row, col), value in np.ndenumerate(values[head]):
+            colour = text_colour(image.cmap(image.norm(value)))
+            ax.text(
+                col,
+                row,
+                f"{value:.2f}",
+                ha="center",
+                va="center",
+                fontsize=8,
+                color=colour,
+                in_layout=False,  # inside its cell: the layout need not measure it (faster)
+            )
+    axes[0].figure.colorbar(image, ax=list(axes), label="weight", shrink=0.9)
+    return axes[0].figure

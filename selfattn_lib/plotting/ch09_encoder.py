@@ -1,0 +1,284 @@
+"""Figures of chapter 9, the encoder block."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from selfattn_lib.plotting.base import (
+    OKABE_ITO,
+    new_axes,
+)
+
+
+def encoder_layer_diagram(norm_first: bool = False, *, ax: Axes | None = None) -> Figure:
+    """Draw one encoder layer as a flow chart, from its input (bottom) to its output (top).
+
+    Post-norm (``norm_first=False``, the paper's): each sublayer's output is added to its
+    input and the sum is normalised, ``LN(x + Sublayer(x))``. Pre-norm (``norm_first=True``):
+    the sublayer sees a normalised copy and its output is added to the un-normalised input,
+    ``x + Sublayer(LN(x))``; the stack then needs one final layer norm. The residual (identity)
+    paths are drawn in vermillion.
+
+    Shapes
+    ------
+    Not an array: the layer maps ``(B, T, D)`` to ``(B, T, D)``.
+
+    Examples
+    --------
+    >>> fig = encoder_layer_diagram()
+    >>> [text.get_text() for text in fig.axes[0].texts if text.get_text()][:3]
+    ['x  (B, T, D)', 'multi-head self-attention', '+']
+    """
+    from matplotlib.patches import Circle, FancyBboxPatch
+
+    attention = ("box", "multi-head self-attention", OKABE_ITO[5])
+    feed_forward = ("box", "feed-forward (each position)", OKABE_ITO[2])
+    norm = ("box", "layer norm", OKABE_ITO[4])
+    add = ("add", "+", "white")
+    if norm_first:
+        steps = [norm, attention, add, norm, feed_forward, add]
+        skips = [(0, 3), (3, 6)]  # from below step a + 1 to the "+" at step b
+        title = "Pre-norm: x + Sublayer(LN(x))"
+        output = "to the next layer (final layer norm after the last)"
+    else:
+        steps = [attention, add, norm, feed_forward, add, norm]
+        skips = [(0, 2), (3, 5)]
+        title = "Post-norm (the paper): LN(x + Sublayer(x))"
+        output = "to the next layer"
+    steps = [("text", "x  (B, T, D)", None), *steps, ("text", output, None)]
+
+    ax = new_axes((4.6, 6.4), ax)
+    centre, skip_x, width, height = 4.0, 7.9, 5.6, 0.56
+    for y, (kind, label, colour) in enumerate(steps):
+        if kind == "box":
+            ax.add_patch(
+                FancyBboxPatch(
+                    (centre - width / 2, y - height / 2),
+                    width,
+                    height,
+                    boxstyle="round,pad=0.03",
+                    facecolor=colour,
+                    edgecolor="black",
+                    alpha=0.85,
+                )
+            )
+            ax.text(centre, y, label, ha="center", va="center", fontsize=10)
+        elif kind == "add":
+            ax.add_patch(Circle((centre, y), 0.22, facecolor=colour, edgecolor="black"))
+            ax.text(centre, y, label, ha="center", va="center", fontsize=13)
+        else:
+            ax.text(centre, y, label, ha="center", va="center", fontsize=10, style="italic")
+        if y + 1 < len(steps):  # the main path, one arrow per step
+            top = 0.22 if kind == "add" else height / 2 + 0.04
+            bottom = 0.22 if steps[y + 1][0] == "add" else height / 2 + 0.04
+            if kind == "text":
+                top = 0.18
+            if steps[y + 1][0] == "text":
+                bottom = 0.18
+            ax.annotate(
+                "",
+                xy=(centre, y + 1 - bottom),
+                xytext=(centre, y + top),
+                arrowprops={"arrowstyle": "-|>", "color": "black", "linewidth": 1.2},
+            )
+    for start, end in skips:
+        leave = start + 0.5
+        ax.plot([centre, skip_x, skip_x], [leave, leave, end], color=OKABE_ITO[1], linewidth=2)
+        ax.annotate(
+            "",
+            xy=(centre + 0.24, end),
+            xytext=(skip_x, end),
+            arrowprops={"arrowstyle": "-|>", "color": OKABE_ITO[1], "linewidth": 2},
+        )
+        ax.plot([centre], [leave], "o", color=OKABE_ITO[1], markersize=5)
+    ax.text(
+        skip_x + 0.25,
+        (skips[0][0] + 0.5 + skips[0][1]) / 2,
+        "residual\n(identity)",
+        color=OKABE_ITO[1],
+        ha="left",
+        va="center",
+        fontsize=9,
+    )
+    ax.set_xlim(0.0, 10.0)
+    ax.set_ylim(-0.6, len(steps) - 0.4)
+    ax.set_axis_off()
+    ax.set_title(title, fontsize=11)
+    return ax.figure
+
+
+def normalization_axes(
+    row_labels: Sequence[str],
+    n_features: int,
+    *,
+    token: int = 0,
+    feature: int = 0,
+    pad_label: str = "<pad>",
+    tokens_per_sequence: int | None = None,
+    axes: Sequence[Axes] | None = None,
+) -> Figure:
+    """Which numbers share one mean and variance: layer norm versus batch norm.
+
+    The batch is drawn as a grid with one row per token (all sequences one below the other)
+    and one column per feature. Left, layer norm: the statistics of a token come from its own
+    row (``token`` highlighted). Right, batch norm: the statistics of a feature come from its
+    column over every token of the batch (``feature`` highlighted), padding included. Rows
+    labelled ``pad_label`` are hatched; with ``tokens_per_sequence``, a thick line separates
+    the sequences.
+
+    Shapes
+    ------
+    ``row_labels``: ``B · T`` labels (the batch's tokens, flattened); ``n_features``: ``D``;
+    ``axes``: 2 axes (layer norm, batch norm).
+
+    Examples
+    --------
+    >>> fig = normalization_axes(["a", "b", "<pad>"], 4, token=1, feature=2)
+    >>> [ax.get_title().split(":")[0] for ax in fig.axes]
+    ['layer norm', 'batch norm']
+    """
+    from matplotlib.patches import Rectangle
+
+    labels = list(row_labels)
+    n_rows = len(labels)
+    if n_rows == 0:
+        raise ValueError("row_labels must name at least one token")
+    if isinstance(n_features, bool) or not isinstance(n_features, int | np.integer):
+        raise ValueError(f"n_features must be a positive integer, got {n_features!r}")
+    if n_features < 1:
+        raise ValueError(f"n_features must be a positive integer, got {n_features!r}")
+    if not 0 <= token < n_rows:
+        raise ValueError(f"token must be in [0, {n_rows}), got {token}")
+    if not 0 <= feature < n_features:
+        raise ValueError(f"feature must be in [0, {n_features}), got {feature}")
+    if tokens_per_sequence is not None and (
+        tokens_per_sequence < 1 or n_rows % tokens_per_sequence
+    ):
+        raise ValueError(
+            f"tokens_per_sequence must divide the {n_rows} rows, got {tokens_per_sequence}"
+        )
+    if axes is None:
+        fig = Figure(figsize=(10.0, 0.42 * n_rows + 1.6), layout="constrained")
+        axes = fig.subplots(1, 2)
+    if len(axes) != 2:
+        raise ValueError(f"axes must hold 2 axes (layer norm, batch norm), got {len(axes)}")
+    panels = (
+        (axes[0], "layer norm: one token, all its features", (0, token, n_features, 1)),
+        (axes[1], "batch norm: one feature, every token", (feature, 0, 1, n_rows)),
+    )
+    for ax, title, (x0, y0, width, height) in panels:
+        for row, label in enumerate(labels):
+            if label == pad_label:  # one hatched strip per padding token
+                ax.add_patch(
+                    Rectangle(
+                        (0, row), n_features, 1, facecolor="0.93", edgecolor="0.6", hatch="//"
+                    )
+                )
+        ax.set_xticks(np.arange(n_features + 1), minor=True)
+        ax.set_yticks(np.arange(n_rows + 1), minor=True)
+        ax.grid(True, which="minor", color="0.6", linewidth=0.6)
+        ax.add_patch(
+            Rectangle(
+                (x0, y0),
+                width,
+                height,
+                facecolor=OKABE_ITO[0],
+                edgecolor="black",
+                alpha=0.75,
+                linewidth=1.5,
+            )
+        )
+        if tokens_per_sequence is not None:
+            for boundary in range(tokens_per_sequence, n_rows, tokens_per_sequence):
+                ax.axhline(boundary, color="black", linewidth=2.5)
+        ax.set_xlim(0, n_features)
+        ax.set_ylim(n_rows, 0)  # first token at the top
+        ax.set_aspect("equal")
+        ax.set_xticks(np.arange(n_features) + 0.5, labels=[str(d) for d in range(n_features)])
+        ax.set_yticks(np.arange(n_rows) + 0.5, labels=labels)
+        ax.tick_params(which="both", length=0)
+        ax.set_xlabel("feature (D axis)")
+        ax.set_ylabel("token of the batch (B · T rows)")
+        ax.set_title(title, fontsize=10)
+    return axes[0].figure
+
+
+def depth_curves(
+    depths: Sequence[float],
+    curves: dict[str, Sequence[float]],
+    *,
+    xlabel: str = "number of layers",
+    ylabel: str = "",
+    title: str = "",
+    logx: bool = False,
+    colour_groups: Sequence[int] | None = None,
+    ax: Axes | None = None,
+) -> Figure:
+    """Draw a positive quantity against depth, one line per variant, on a logarithmic y axis.
+
+    Used for gradient norms and for how far apart the tokens stay, with and without residual
+    connections and layer norms. Colours and markers follow the order of ``curves``
+    (Okabe–Ito palette). ``logx`` puts the depths on a base-2 logarithmic axis too.
+    ``colour_groups`` gives each curve the index of its colour instead, so that the curves of
+    one model share it (e.g. its first and its last layer); within a group the lines are
+    solid, dashed, dotted, … in order.
+
+    Shapes
+    ------
+    ``depths``: ``(L,)``; every value of ``curves``: ``(L,)``, positive and finite;
+    ``colour_groups``: one int per curve.
+
+    Examples
+    --------
+    >>> fig = depth_curves([1, 2, 3], {"plain": [1.0, 0.1, 0.01]}, ylabel="gradient norm")
+    >>> fig.axes[0].get_yscale(), fig.axes[0].get_legend().get_texts()[0].get_text()
+    ('log', 'plain')
+    """
+    x = np.asarray(depths, dtype=np.float64)
+    if x.ndim != 1 or x.size == 0:
+        raise ValueError(f"depths must be a non-empty 1-D sequence, got shape {x.shape}")
+    if not curves:
+        raise ValueError("curves must hold at least one line")
+    groups = list(range(len(curves))) if colour_groups is None else list(colour_groups)
+    if len(groups) != len(curves) or any(
+        not isinstance(group, int | np.integer) or group < 0 for group in groups
+    ):
+        raise ValueError(
+            f"colour_groups must give one colour index (an int >= 0) per curve: got {groups} "
+            f"for {len(curves)} curves"
+        )
+    ax = new_axes((6.5, 4.2), ax)
+    markers = ("o", "s", "^", "D", "v", "P")
+    line_styles = ("-", "--", ":", "-.")
+    for index, ((name, values), group) in enumerate(zip(curves.items(), groups, strict=True)):
+        y = np.asarray(values, dtype=np.float64)
+        if y.shape != x.shape:
+            raise ValueError(f"curve {name!r} has shape {y.shape}, but depths has shape {x.shape}")
+        if not np.isfinite(y).all() or (y <= 0).any():
+            raise ValueError(f"curve {name!r} must be positive and finite for a log axis")
+        rank = groups[:index].count(group)  # earlier curves of the same colour
+        ax.plot(
+            x,
+            y,
+            marker=markers[index % len(markers)],
+            markersize=4,
+            color=OKABE_ITO[group % len(OKABE_ITO)],
+            linestyle=line_styles[rank % len(line_styles)],
+            label=name,
+        )
+    ax.set_yscale("log")
+    if logx:
+        if (x <= 0).any():
+            raise ValueError("depths must be positive for a logarithmic x axis")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(x, labels=[f"{value:g}" for value in x])
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=8)
+    return ax.figure

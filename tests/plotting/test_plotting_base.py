@@ -1,0 +1,102 @@
+"""Tests of selfattn_lib.plotting.base: labelled, colour-blind-safe primitives that refuse bad
+input."""
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from selfattn_lib import plotting
+
+
+def test_heatmap_labels_colorbar_and_annotations():
+    fig = plotting.heatmap(
+        np.array([[0.1, 0.9], [0.5, 0.5]]),
+        ["the", "cat"],
+        ["the", "cat"],
+        title="weights",
+        colorbar_label="weight",
+    )
+    ax, colorbar = fig.axes
+    assert isinstance(fig, Figure)
+    assert [label.get_text() for label in ax.get_xticklabels()] == ["the", "cat"]
+    assert [label.get_text() for label in ax.get_yticklabels()] == ["the", "cat"]
+    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_title()) == ("key", "query", "weights")
+    assert colorbar.get_ylabel() == "weight"
+    assert sorted(text.get_text() for text in ax.texts) == ["0.10", "0.50", "0.50", "0.90"]
+    assert ax.images[0].get_cmap().name == plotting.SEQUENTIAL_CMAP
+
+
+def test_heatmap_signed_data_is_centred_on_zero():
+    fig = plotting.heatmap(np.array([[-2.0, 1.0]]), ["q"], ["a", "b"], annotate=False)
+    image = fig.axes[0].images[0]
+    assert image.get_cmap().name == plotting.DIVERGING_CMAP
+    assert image.norm.vmin == -2.0 and image.norm.vmax == 2.0
+    assert len(fig.axes[0].texts) == 0
+
+
+def test_heatmap_annotation_contrast_follows_the_cell_colour():
+    fig = plotting.heatmap(np.array([[0.0, 1.0]]), ["q"], ["dark", "light"])
+    dark, light = fig.axes[0].texts
+    assert (dark.get_color(), light.get_color()) == ("white", "black")
+
+
+@pytest.mark.parametrize(
+    ("matrix", "rows", "cols", "message"),
+    [
+        (np.zeros(3), ["a"], ["a"], r"2-D \(T_q, T_k\), got shape \(3,\)"),
+        (np.zeros((2, 2)), ["a"], ["a", "b"], r"shape \(2, 2\): 1 row_labels and 2 col_labels"),
+        (np.array([[np.nan]]), ["a"], ["a"], "NaN"),
+    ],
+)
+def test_heatmap_rejects_bad_input(matrix, rows, cols, message):
+    with pytest.raises(ValueError, match=message):
+        plotting.heatmap(matrix, rows, cols)
+
+
+def test_bar_chart_draws_one_labelled_bar_per_value():
+    fig = plotting.bar_chart(np.array([0.25, 0.75]), ["a", "b"], ylabel="weight", ylim=(0, 1))
+    ax = fig.axes[0]
+    assert [patch.get_height() for patch in ax.patches] == [0.25, 0.75]
+    assert [label.get_text() for label in ax.get_xticklabels()] == ["a", "b"]
+    assert ax.get_ylim() == (0.0, 1.0)
+
+
+def test_bar_chart_rejects_label_mismatch():
+    with pytest.raises(ValueError, match=r"values has shape \(2,\), there are 3 labels"):
+        plotting.bar_chart(np.ones(2), ["a", "b", "c"])
+
+
+def test_vectors_2d_draws_labelled_arrows_in_a_square_frame():
+    fig = plotting.vectors_2d({"cat": [0.9, 0.1], "car": [0.0, 1.0]}, xlabel="animal")
+    ax = fig.axes[0]
+    assert [text.get_text() for text in ax.texts] == ["", "cat", "", "car"]
+    assert ax.get_xlim() == ax.get_ylim()
+    assert ax.get_xlabel() == "animal"
+
+
+def test_vectors_2d_rejects_non_2d_vectors():
+    with pytest.raises(ValueError, match=r"vectors\['x'\] must have shape \(2,\), got \(3,\)"):
+        plotting.vectors_2d({"x": [1, 2, 3]})
+
+
+def test_axes_can_be_passed_for_small_multiples():
+    fig = Figure()
+    left, right = fig.subplots(1, 2)
+    assert plotting.bar_chart(np.ones(2), ["a", "b"], ax=right) is fig
+    assert len(left.patches) == 0 and len(right.patches) == 2
+
+
+def test_one_contrast_rule_for_every_annotated_figure():
+    assert plotting.text_colour((1.0, 1.0, 1.0)) == "black"
+    assert plotting.text_colour((0.0, 0.0, 0.0, 1.0)) == "white"
+    fig = plotting.heatmap(np.array([[0.0, 1.0]]), ["q"], ["a", "b"])
+    image, texts = fig.axes[0].images[0], fig.axes[0].texts
+    for text, value in zip(texts, [0.0, 1.0], strict=True):
+        assert text.get_color() == plotting.text_colour(image.cmap(image.norm(value)))
+
+
+def test_heatmap_colour_limits_give_panels_one_scale():
+    fig = plotting.heatmap(np.array([[0.2, 0.4]]), ["q"], ["a", "b"], vmin=0.0, vmax=1.0)
+    assert fig.axes[0].images[0].get_clim() == (0.0, 1.0)
+    default = plotting.heatmap(np.array([[0.2, 0.4]]), ["q"], ["a", "b"])
+    assert default.axes[0].images[0].get_clim() == (0.0, 0.4)

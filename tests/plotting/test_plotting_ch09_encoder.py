@@ -1,0 +1,161 @@
+"""Tests of selfattn_lib.plotting.ch09_encoder: the figures of chapter 9."""
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from selfattn_lib import plotting
+
+
+@pytest.mark.parametrize(
+    ("norm_first", "steps", "title"),
+    [
+        (
+            False,
+            [
+                "multi-head self-attention",
+                "+",
+                "layer norm",
+                "feed-forward (each position)",
+                "+",
+                "layer norm",
+            ],
+            "Post-norm (the paper): LN(x + Sublayer(x))",
+        ),
+        (
+            True,
+            [
+                "layer norm",
+                "multi-head self-attention",
+                "+",
+                "layer norm",
+                "feed-forward (each position)",
+                "+",
+            ],
+            "Pre-norm: x + Sublayer(LN(x))",
+        ),
+    ],
+)
+def test_ch9_encoder_layer_diagram_draws_the_steps_in_order(norm_first, steps, title):
+    fig = plotting.encoder_layer_diagram(norm_first=norm_first)
+    ax = fig.axes[0]
+    labelled = [text for text in ax.texts if text.get_text()]  # arrows have no text
+    texts = [text.get_text() for text in labelled]
+    assert texts[0] == "x  (B, T, D)"
+    assert texts[1:7] == steps
+    assert texts[-1] == "residual\n(identity)"
+    assert ax.get_title() == title
+    skip_lines = [line for line in ax.lines if line.get_color() == plotting.OKABE_ITO[1]]
+    assert len(skip_lines) == 4  # two residual paths, each a polyline and its starting dot
+    heights = [text.get_position()[1] for text in labelled[:8]]
+    assert heights == sorted(heights), "the flow goes from the bottom to the top"
+    arrows = [text for text in ax.texts if not text.get_text()]
+    assert len(arrows) == 7 + 2  # one per step of the main path, one per residual path
+
+
+def test_ch9_encoder_layer_diagram_draws_into_given_axes():
+    fig = Figure()
+    left, right = fig.subplots(1, 2)
+    assert plotting.encoder_layer_diagram(ax=right) is fig
+    assert left.get_title() == "" and right.get_title().startswith("Post-norm")
+
+
+def test_ch9_normalization_axes_highlights_a_row_and_a_column():
+    labels = ["the", "cat", "dogs", "<pad>"]
+    fig = plotting.normalization_axes(labels, 3, token=1, feature=2, tokens_per_sequence=2)
+    layer_ax, batch_ax = fig.axes
+    assert layer_ax.get_title().startswith("layer norm")
+    assert batch_ax.get_title().startswith("batch norm")
+    for ax, (x0, y0, width, height) in ((layer_ax, (0, 1, 3, 1)), (batch_ax, (2, 0, 1, 4))):
+        *pads, highlight = ax.patches
+        assert len(pads) == 1 and pads[0].get_hatch() == "//"
+        assert pads[0].get_y() == 3 and pads[0].get_width() == 3
+        assert (highlight.get_x(), highlight.get_y()) == (x0, y0)
+        assert (highlight.get_width(), highlight.get_height()) == (width, height)
+        assert [label.get_text() for label in ax.get_yticklabels()] == labels
+        assert ax.get_xlabel() == "feature (D axis)"
+        assert [line.get_ydata()[0] for line in ax.lines] == [2]  # between the two sequences
+    assert layer_ax.get_ylim() == (4, 0)  # the first token at the top
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"row_labels": []}, "at least one token"),
+        ({"n_features": 0}, "positive integer"),
+        ({"n_features": 2.5}, "positive integer"),
+        ({"token": 3}, r"token must be in \[0, 3\)"),
+        ({"feature": 4}, r"feature must be in \[0, 4\)"),
+        ({"tokens_per_sequence": 2}, "must divide the 3 rows"),
+    ],
+)
+def test_ch9_normalization_axes_rejects_bad_input(kwargs, message):
+    arguments = {"row_labels": ["a", "b", "<pad>"], "n_features": 4, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        plotting.normalization_axes(**arguments)
+
+
+def test_ch9_normalization_axes_needs_two_axes():
+    fig = Figure()
+    axes = fig.subplots(1, 3)
+    with pytest.raises(ValueError, match="2 axes"):
+        plotting.normalization_axes(["a"], 2, axes=axes)
+    assert plotting.normalization_axes(["a"], 2, axes=axes[1:]) is fig
+
+
+def test_ch9_depth_curves_draws_one_line_per_variant_on_a_log_axis():
+    curves = {"no residual": [1.0, 0.1, 0.01], "residual": [1.0, 1.5, 2.0]}
+    fig = plotting.depth_curves([1, 2, 4], curves, ylabel="gradient", title="t")
+    ax = fig.axes[0]
+    assert ax.get_yscale() == "log" and ax.get_xscale() == "linear"
+    assert [line.get_label() for line in ax.lines] == list(curves)
+    assert ax.lines[1].get_ydata().tolist() == [1.0, 1.5, 2.0]
+    assert ax.lines[0].get_color() == plotting.OKABE_ITO[0]
+    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_title()) == (
+        "number of layers",
+        "gradient",
+        "t",
+    )
+    logged = plotting.depth_curves([1, 2, 4], curves, logx=True).axes[0]
+    assert logged.get_xscale() == "log"
+    assert [label.get_text() for label in logged.get_xticklabels()] == ["1", "2", "4"]
+
+
+@pytest.mark.parametrize(
+    ("depths", "curves", "logx", "message"),
+    [
+        ([], {"a": []}, False, "non-empty 1-D"),
+        ([1, 2], {}, False, "at least one line"),
+        ([1, 2], {"a": [1.0]}, False, r"curve 'a' has shape \(1,\)"),
+        ([1, 2], {"a": [1.0, 0.0]}, False, "positive and finite"),
+        ([1, 2], {"a": [1.0, np.nan]}, False, "positive and finite"),
+        ([0, 2], {"a": [1.0, 2.0]}, True, "logarithmic x axis"),
+    ],
+)
+def test_ch9_depth_curves_rejects_bad_input(depths, curves, logx, message):
+    with pytest.raises(ValueError, match=message):
+        plotting.depth_curves(depths, curves, logx=logx)
+
+
+def test_ch9_depth_curves_draws_into_given_axes():
+    fig = Figure()
+    left, right = fig.subplots(1, 2)
+    assert plotting.depth_curves([1, 2], {"a": [1.0, 2.0]}, ax=left) is fig
+    assert len(left.lines) == 1 and len(right.lines) == 0
+
+
+def test_ch9_depth_curves_colour_groups_share_a_colour_and_vary_the_line_style():
+    curves = {"A first": [1.0, 2.0], "A last": [2.0, 3.0], "B first": [1.0, 1.5], "B last": [3, 4]}
+    ax = plotting.depth_curves([1, 2], curves, colour_groups=[0, 0, 1, 1]).axes[0]
+    colours = [line.get_color() for line in ax.lines]
+    assert colours == [plotting.OKABE_ITO[0]] * 2 + [plotting.OKABE_ITO[1]] * 2
+    assert [line.get_linestyle() for line in ax.lines] == ["-", "--", "-", "--"]
+    default = plotting.depth_curves([1, 2], curves).axes[0]
+    assert [line.get_color() for line in default.lines] == list(plotting.OKABE_ITO[:4])
+    assert {line.get_linestyle() for line in default.lines} == {"-"}
+
+
+@pytest.mark.parametrize("groups", [[0], [0, -1], [0, 1.5]])
+def test_ch9_depth_curves_rejects_bad_colour_groups(groups):
+    with pytest.raises(ValueError, match="colour_groups"):
+        plotting.depth_curves([1, 2], {"a": [1.0, 2.0], "b": [1.0, 2.0]}, colour_groups=groups)

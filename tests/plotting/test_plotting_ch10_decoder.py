@@ -1,0 +1,84 @@
+"""Tests of selfattn_lib.plotting.ch10_decoder: the figures of chapter 10."""
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from selfattn_lib import plotting
+
+
+def test_ch10_visible_characters_shows_spaces():
+    assert plotting.visible_characters(list("1 May")) == ["1", "␣", "M", "a", "y"]
+    assert plotting.visible_characters(["<bos>", "-"]) == ["<bos>", "-"]
+
+
+def test_ch10_loss_curve_draws_losses_average_and_learning_rates():
+    losses = np.linspace(2.0, 0.1, 20)
+    rates = np.linspace(1e-4, 1e-3, 20)
+    fig = plotting.loss_curve(losses, learning_rates=rates, window=5)
+    loss_ax, rate_ax = fig.axes
+    raw, average = loss_ax.lines
+    np.testing.assert_allclose(raw.get_ydata(), losses)
+    np.testing.assert_allclose(average.get_ydata(), np.convolve(losses, np.ones(5) / 5, "valid"))
+    assert average.get_xdata()[0] == 5  # the first full window ends at step 5
+    assert loss_ax.get_yscale() == "log" and loss_ax.get_xlabel() == "training step"
+    np.testing.assert_allclose(rate_ax.lines[0].get_ydata(), rates)
+    assert rate_ax.get_ylabel() == "learning rate"
+    assert len(plotting.loss_curve(losses).axes) == 1
+    assert len(plotting.loss_curve([1.0, 0.5], window=10).axes[0].lines[1].get_ydata()) == 1
+
+
+@pytest.mark.parametrize(
+    ("losses", "options", "message"),
+    [
+        ([], {}, "non-empty 1-D"),
+        ([1.0, 0.0], {}, "positive and finite"),
+        ([1.0, np.nan], {}, "positive and finite"),
+        ([1.0, 0.5], {"window": 0}, "window must be a positive integer"),
+        ([1.0, 0.5], {"learning_rates": [1e-3]}, "one value per step"),
+        ([1.0, 0.5], {"axes": []}, "axes must hold 1 axes"),
+    ],
+)
+def test_ch10_loss_curve_rejects_bad_input(losses, options, message):
+    with pytest.raises(ValueError, match=message):
+        plotting.loss_curve(losses, **options)
+
+
+def test_ch10_cross_attention_maps_per_head_and_mean_on_one_scale():
+    rng = np.random.default_rng(0)
+    weights = rng.dirichlet(np.ones(5), size=(3, 4))  # (H, T_tgt, T_src), rows sum to 1
+    fig = plotting.cross_attention_maps(weights, list("a b c"), list("xyz") + ["<eos>"])
+    *panels, colorbar = fig.axes
+    assert len(panels) == 4  # 3 heads and the mean, the spare grid cell removed
+    titles = [ax.get_title() for ax in panels]
+    assert titles == ["head 1", "head 2", "head 3", "mean of the 3 heads"]
+    np.testing.assert_allclose(panels[1].images[0].get_array(), weights[1])
+    np.testing.assert_allclose(panels[3].images[0].get_array(), weights.mean(axis=0))
+    assert [t.get_text() for t in panels[0].get_xticklabels()] == ["a", "␣", "b", "␣", "c"]
+    assert [t.get_text() for t in panels[0].get_yticklabels()] == ["x", "y", "z", "<eos>"]
+    assert panels[0].get_xlabel() == "source character (key)"
+    assert panels[0].images[0].get_clim() == (0.0, 1.0)
+    assert colorbar.get_ylabel() == "cross-attention weight"
+
+
+def test_ch10_cross_attention_maps_single_map_into_given_axes():
+    fig = Figure()
+    ax = fig.add_subplot()
+    returned = plotting.cross_attention_maps(
+        np.full((2, 3), 1 / 3), list("abc"), ["1", "2"], title="mean", axes=[ax]
+    )
+    assert returned is fig and ax.get_title() == "mean" and len(fig.axes) == 2
+
+
+@pytest.mark.parametrize(
+    ("weights", "source", "target", "options", "message"),
+    [
+        (np.ones(3), ["a"] * 3, [], {}, r"\(T_tgt, T_src\) or \(H, T_tgt, T_src\)"),
+        (np.ones((2, 3)), ["a"] * 2, ["x"] * 2, {}, "labels do not fit"),
+        (-np.ones((2, 3)), ["a"] * 3, ["x"] * 2, {}, "finite and non-negative"),
+        (np.ones((2, 2, 3)), ["a"] * 3, ["x"] * 2, {"axes": [None]}, "axes must hold 3 axes"),
+    ],
+)
+def test_ch10_cross_attention_maps_rejects_bad_input(weights, source, target, options, message):
+    with pytest.raises(ValueError, match=message):
+        plotting.cross_attention_maps(weights, source, target, **options)

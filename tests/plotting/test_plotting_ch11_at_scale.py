@@ -1,0 +1,112 @@
+"""Tests of selfattn_lib.plotting.ch11_at_scale: the figures of chapter 11."""
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from selfattn_lib import plotting
+
+
+def test_ch11_scaling_plot_draws_log_log_series_and_reference_slopes():
+    sizes = [64, 128, 256, 512]
+    fig = plotting.scaling_plot(
+        sizes,
+        {"quadratic": [1.0, 4.0, 16.0, 64.0], "linear": [2.0, 4.0, 8.0, 16.0]},
+        reference_slopes=(1, 2),
+        ylabel="seconds",
+        title="cost",
+    )
+    ax = fig.axes[0]
+    assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
+    assert (ax.get_ylabel(), ax.get_title()) == ("seconds", "cost")
+    assert [line.get_label() for line in ax.lines] == ["quadratic", "linear", "slope 1", "slope 2"]
+    slope_1, slope_2 = ax.lines[2].get_ydata(), ax.lines[3].get_ydata()
+    np.testing.assert_allclose(slope_2, [1.0, 4.0, 16.0, 64.0])  # through (512, 64)
+    np.testing.assert_allclose(slope_1, [8.0, 16.0, 32.0, 64.0])
+    assert [text.get_text() for text in ax.get_legend().get_texts()][:2] == ["quadratic", "linear"]
+
+
+@pytest.mark.parametrize(
+    ("sizes", "series", "message"),
+    [
+        ([1], {"a": [1.0]}, "at least 2 positive"),
+        ([1, -2], {"a": [1.0, 2.0]}, "at least 2 positive"),
+        ([1, 2], {}, "at least one named"),
+        ([1, 2], {"a": [1.0, 0.0]}, "'a' must hold 2 positive"),
+        ([1, 2], {"a": [1.0, 2.0, 3.0]}, r"got shape \(3,\)"),
+    ],
+)
+def test_ch11_scaling_plot_rejects_bad_input(sizes, series, message):
+    with pytest.raises(ValueError, match=message):
+        plotting.scaling_plot(sizes, series)
+
+
+def test_ch11_scaling_plot_draws_into_given_axes():
+    fig = Figure()
+    axes = fig.subplots(1, 2)
+    assert plotting.scaling_plot([1, 2], {"a": [1.0, 2.0]}, ax=axes[1]) is fig
+    assert not axes[0].lines and len(axes[1].lines) == 3
+
+
+def test_ch11_block_schedule_numbers_the_key_blocks_and_tracks_max_and_sum():
+    scores = np.array([[0.0, 2.0, 1.0, 3.0, -1.0], [5.0, 0.0, 0.0, 0.0, 0.0]])
+    fig = plotting.block_schedule(scores, 2, row=0)
+    grid_ax, max_ax, sum_ax = fig.axes[:3]
+    steps = np.asarray(grid_ax.images[0].get_array())
+    np.testing.assert_array_equal(steps, [[1, 1, 2, 2, 3], [1, 1, 2, 2, 3]])
+    assert [text.get_text() for text in grid_ax.texts] == ["1", "2", "3"]
+    assert grid_ax.get_title() == "step = key block: 3 steps, tile 2 × 2 (direct: 2 × 5)"
+    # Running maximum after each block: 2, 3, 3; the dashed line is the row's maximum.
+    maxima = [segments.get_segments()[0][0][1] for segments in max_ax.collections[1:]]
+    assert maxima == [2.0, 3.0, 3.0]
+    # Running sums: block 1 against max 2; rescaled to max 3 in block 2; the final sum is
+    # the softmax denominator of the row.
+    sums = [bar.get_height() for bar in sum_ax.patches]
+    np.testing.assert_allclose(sums[0], np.exp(-2.0) + 1.0)
+    np.testing.assert_allclose(sums[1], (np.exp(-2.0) + 1.0) * np.exp(-1.0) + np.exp(-2.0) + 1.0)
+    np.testing.assert_allclose(sums[-1], np.exp(scores[0] - 3.0).sum())
+    assert [text.get_text() for text in sum_ax.texts] == ["m grew:\nℓ rescaled"]
+    assert sum_ax.lines[0].get_ydata()[0] == pytest.approx(np.exp(scores[0] - 3.0).sum())
+
+
+def test_ch11_block_schedule_one_block_is_the_direct_softmax():
+    scores = np.random.default_rng(0).normal(size=(4, 6))
+    fig = plotting.block_schedule(scores, 8, row=3)
+    assert fig.axes[0].get_title() == "step = key block: 1 steps, tile 4 × 6 (direct: 4 × 6)"
+    (bar,) = fig.axes[2].patches
+    assert bar.get_height() == pytest.approx(np.exp(scores[3] - scores[3].max()).sum())
+    outline = fig.axes[0].patches[0]
+    assert outline.get_y() == 2.5  # query 3 is outlined
+
+
+@pytest.mark.parametrize(
+    ("scores", "block_size", "row", "error", "message"),
+    [
+        (np.zeros(4), 2, 0, ValueError, r"shape \(T_q, T_k\)"),
+        (np.full((2, 2), np.inf), 2, 0, ValueError, "finite"),
+        (np.zeros((2, 2)), 0, 0, ValueError, "at least 1"),
+        (np.zeros((2, 2)), 1.5, 0, TypeError, "integer"),
+        (np.zeros((2, 2)), 1, 2, ValueError, r"query index in 0 … 1"),
+    ],
+)
+def test_ch11_block_schedule_rejects_bad_input(scores, block_size, row, error, message):
+    with pytest.raises(error, match=message):
+        plotting.block_schedule(scores, block_size, row=row)
+
+
+def test_ch11_block_schedule_draws_into_given_axes():
+    fig = Figure()
+    axes = fig.subplots(2, 3)
+    assert plotting.block_schedule(np.zeros((3, 4)), 2, axes=axes[1]) is fig
+    assert axes[0, 0].get_title() == "" and axes[1, 0].get_title().startswith("step = key block")
+    with pytest.raises(ValueError, match="3 axes"):
+        plotting.block_schedule(np.zeros((3, 4)), 2, axes=axes[0][:2])
+
+
+def test_ch11_block_schedule_draws_the_running_statistics_of_online_softmax():
+    from selfattn_lib.online_softmax import running_statistics
+
+    scores = np.random.default_rng(2).normal(size=(3, 9)) * 3
+    fig = plotting.block_schedule(scores, block_size=4, row=1)
+    sums = [patch.get_height() for patch in fig.axes[2].patches]
+    assert np.allclose(sums, running_statistics(scores[1], 4)[1], rtol=0, atol=0)
