@@ -63,7 +63,7 @@ execute: $(STAMP)
 # Time every chapter, a clean book build and NumPy vs PyTorch attention; writes
 # benchmarks/results.md (commit it). Not a test: nothing in `make test` depends on timings.
 bench: $(STAMP)
-	$(BIN)/python benchmarks/bench.py
+	$(BIN)/python -m benchmarks.bench
 
 # The instructors' page (book/instructors.md) is generated from the notebooks: run this after
 # changing a chapter's opening cell or its exercises (`make book` runs it too), and commit it.

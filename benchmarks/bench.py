@@ -26,20 +26,13 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
+from tools.repository import ROOT, published_notebooks
 
-ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results.md"
 TARGET_SECONDS = {"10_decoder_and_cross_attention": 90, "11_attention_at_scale": 30}
 DEFAULT_TARGET_SECONDS = 10
 ATTENTION_SIZES = [(1, 8, 128, 64), (1, 8, 512, 64), (1, 8, 1024, 64)]  # (B, H, T, D)
 TARGET_RATIO = 3.0  # NumPy within 3x of PyTorch at T = 512, D = 64
-
-
-def published_notebooks() -> list[Path]:
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    files = [chapter["file"] for part in toc["parts"] for chapter in part["chapters"]]
-    return [ROOT / f"{file}.ipynb" for file in files if file.startswith("notebooks/")]
 
 
 def execute_one(path: Path) -> dict:

@@ -19,7 +19,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from course import ROOT, toc_files
+from course import ROOT
+
+from tools.repository import published_notebooks  # noqa: F401 - for the run tests
 
 RUNNER = Path(__file__).with_name("notebook_runner.py")
 # Copied to build the wheel: the repository without its environments, builds and caches.
@@ -29,12 +31,6 @@ NOT_SOURCES = shutil.ignore_patterns(
 )  # fmt: skip
 # Kernel start-up noise that is not the notebook's own output (none is known to be needed yet).
 HARMLESS_STDERR: tuple[str, ...] = ()
-
-
-def published_notebooks() -> list[Path]:
-    """Every notebook of `_toc.yml`, in reading order."""
-    files = (ROOT / f"{file}.ipynb" for file in toc_files() if file.startswith("notebooks/"))
-    return [path for path in files if path.is_file()]
 
 
 def environment(name: str) -> Path:

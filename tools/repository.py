@@ -1,5 +1,6 @@
-"""Facts about the repository that every tool needs: its root, its configuration, the
-published notebooks (from ``_toc.yml``) and the parts of a chapter's opening cell."""
+"""Facts about the repository that every tool, test and benchmark needs, in one place: its
+root, its configuration, its table of contents, its notebooks (published ones from
+``_toc.yml``) and the parts of a chapter's opening cell."""
 
 from __future__ import annotations
 
@@ -40,11 +41,39 @@ def load_toc(root: Path = ROOT) -> dict:
     return yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
 
 
+def toc_files(root: Path = ROOT) -> list[str]:
+    """Every file of ``_toc.yml``, in reading order (root first), without extension."""
+    return [load_toc(root)["root"], *(file for _, files in toc_parts(root) for file in files)]
+
+
+def toc_parts(root: Path = ROOT) -> list[tuple[str, list[str]]]:
+    """The parts of ``_toc.yml`` in order: (caption, files without extension)."""
+    return [
+        (part.get("caption", ""), [chapter["file"] for chapter in part["chapters"]])
+        for part in load_toc(root)["parts"]
+    ]
+
+
 def published_notebooks(root: Path = ROOT) -> list[Path]:
     """Every notebook of ``_toc.yml``, in reading order."""
-    toc = load_toc(root)
-    files = [chapter["file"] for part in toc["parts"] for chapter in part["chapters"]]
-    return [root / f"{file}.ipynb" for file in files if (root / f"{file}.ipynb").is_file()]
+    files = (root / f"{file}.ipynb" for file in toc_files(root))
+    return [path for path in files if path.is_file()]
+
+
+def chapter_notebooks(root: Path = ROOT) -> list[Path]:
+    """The numbered chapters, ``notebooks/NN_topic.ipynb``, in reading order (published or not)."""
+    return sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+def appendix_notebooks(root: Path = ROOT) -> list[Path]:
+    """Every other notebook: the appendix ("Pitfalls and myths"), which has no number."""
+    chapters = set(chapter_notebooks(root))
+    return sorted(path for path in (root / "notebooks").glob("*.ipynb") if path not in chapters)
+
+
+def all_notebooks(root: Path = ROOT) -> list[Path]:
+    """Chapters in reading order, then the appendix."""
+    return chapter_notebooks(root) + appendix_notebooks(root)
 
 
 def part_of(path: Path, root: Path = ROOT) -> str:
