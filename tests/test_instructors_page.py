@@ -78,7 +78,6 @@ def test_transitive_reduction_keeps_only_the_edges_no_longer_path_implies():
         "d": ["b"],
         "e": ["d", "c"],
     }
-    assert page.layers(graph) == {"a": 0, "b": 1, "c": 2, "d": 2, "e": 3}
 
 
 def test_a_cycle_of_prerequisites_is_an_error():
@@ -98,31 +97,61 @@ def boxes_and_arrows(svg: str) -> tuple[dict[str, tuple[float, float, float, flo
     return boxes, arrows
 
 
+def arrow_ends(svg: str) -> set[tuple[str, str]]:
+    """(from, to) for every arrow, by the boxes its start and end touch."""
+    boxes, arrows = boxes_and_arrows(svg)
+
+    def box_at(x: float, y: float) -> str:
+        (href,) = [h for h, (bx, by, bw, bh) in boxes.items() if bx <= x <= bx + bw and
+                   by - 3 <= y <= by + bh + 3]  # fmt: skip
+        return href
+
+    ends = set()
+    for arrow in arrows:
+        numbers = [float(n) for n in re.findall(r"-?[\d.]+", arrow.get("d"))]
+        ends.add((box_at(*numbers[:2]), box_at(*numbers[-2:])))
+    return ends
+
+
 def test_the_diagram_draws_one_box_per_chapter_and_one_arrow_per_direct_prerequisite():
-    # A chain 1 → 2 → 3 → 4 (4 also names 2, which 3 implies); 6 needs 4 and 5, which needs
-    # nothing: 5 → 6 is a long edge past three rows, drawn around their boxes.
-    entries = [entry(1), entry(2, (1,)), entry(3, (2,)), entry(4, (2, 3)), entry(5)]
-    entries.append(entry(6, (4, 5), part=1))
-    boxes, arrows = boxes_and_arrows(page.diagram_svg(entries))
-    assert sorted(boxes) == [f"../notebooks/{n:02d}_topic.html" for n in range(1, 7)]
-    assert len(arrows) == 5  # 1→2, 2→3, 3→4, 4→6, 5→6
+    # 1 → 2 → 3 → 4 (4 also names 2, which 3 implies); 5 needs 2 and sits beside 3.
+    entries = [entry(1), entry(2, (1,)), entry(3, (2,)), entry(4, (2, 3)), entry(5, (2,))]
+    places = {"01_topic": (0, 0), "02_topic": (0, 1), "03_topic": (0, 2), "04_topic": (0, 3)}
+    places["05_topic"] = (1, 2)
+    svg = page.diagram_svg(entries, places)
+    boxes, arrows = boxes_and_arrows(svg)
+    assert sorted(boxes) == [f"../notebooks/{n:02d}_topic.html" for n in range(1, 6)]
+    href = "../notebooks/{:02d}_topic.html".format
+    assert arrow_ends(svg) == {(href(1), href(2)), (href(2), href(3)), (href(3), href(4)),
+                               (href(2), href(5))}  # fmt: skip
     placed = list(boxes.values())
     for i, (x, y, w, h) in enumerate(placed):
         for x2, y2, w2, h2 in placed[i + 1 :]:
             assert x + w <= x2 or x2 + w2 <= x or y + h <= y2 or y2 + h2 <= y, "boxes overlap"
-    # The long arrow 5→6 runs through its own waypoints, never through a box.
-    long_arrow = max(arrows, key=lambda path: path.get("d").count(" L "))
-    runs = re.findall(r"([\d.]+) ([\d.]+) L ([\d.]+) ([\d.]+)", long_arrow.get("d"))
-    assert len(runs) == 3, "a straight run beside each of the three rows it passes"
-    for x, top, x_end, bottom in (map(float, run) for run in runs):
-        assert x == x_end and top < bottom
-        beside = [(bx, bw) for bx, by, bw, bh in placed if by < bottom and top < by + bh]
-        assert beside and not any(bx <= x <= bx + bw for bx, bw in beside)
+
+
+def test_the_diagram_refuses_a_layout_it_cannot_draw():
+    entries = [entry(1), entry(2, (1,)), entry(3, (1,))]
+    with pytest.raises(ValueError, match="no place for"):
+        page.diagram_svg(entries, {"01_topic": (0, 0), "02_topic": (0, 1)})
+    with pytest.raises(ValueError, match="share a place"):
+        page.diagram_svg(entries, {"01_topic": (0, 0), "02_topic": (0, 1), "03_topic": (0, 1)})
+    with pytest.raises(ValueError, match="cross a box"):  # 1 → 3 would run through 2
+        page.diagram_svg(entries, {"01_topic": (0, 0), "02_topic": (0, 1), "03_topic": (0, 2)})
+
+
+def test_the_courses_diagram_draws_exactly_the_notebooks_prerequisites():
+    entries = page.load_entries()
+    graph = page.transitive_reduction(page.prerequisites(entries))
+    by_stem = {entry.stem: entry.html for entry in entries}
+    expected = {(by_stem[parent], by_stem[child]) for child, ps in graph.items() for parent in ps}
+    assert expected and arrow_ends(page.diagram_svg(entries)) == expected
+    assert set(page.PLACES) == set(by_stem), "every published notebook has a place, no other"
 
 
 def test_the_diagram_is_described_in_words():
     entries = [entry(1), entry(2, (1,)), entry(3, (1, 2))]
-    svg = page.diagram_svg(entries)
+    svg = page.diagram_svg(entries, {f"0{n}_topic": (0, n) for n in (1, 2, 3)})
     description = ET.fromstring(svg).find(f"{SVG}desc").text
     assert description == (
         "Chapter 1 needs no earlier chapter. Chapter 2 builds on chapter 1. "

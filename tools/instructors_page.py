@@ -215,120 +215,59 @@ def transitive_reduction(graph: dict[str, list[str]]) -> dict[str, list[str]]:
     }
 
 
-def layers(graph: dict[str, list[str]]) -> dict[str, int]:
-    """The layer of each notebook: one below the deepest of its prerequisites."""
-    ancestors(graph)  # rejects cycles
-    depth: dict[str, int] = {}
-
-    def layer(node: str) -> int:
-        if node not in depth:
-            depth[node] = 1 + max((layer(p) for p in graph[node]), default=-1)
-        return depth[node]
-
-    for node in graph:
-        layer(node)
-    return depth
-
-
-@dataclass
-class Box:
-    key: str  # a stem, or "edge:<parent>:<child>:<layer>" for a waypoint of a long edge
-    layer: int
-    x: float = 0.0
-    width: float = 0.0
-
-    @property
-    def is_waypoint(self) -> bool:
-        return self.key.startswith("edge:")
-
-
-BOX_WIDTH, WAYPOINT_WIDTH, H_GAP, V_GAP = 216, 20, 22, 34
-LINE, PAD, MARGIN, LEGEND_LINE = 17, 9, 16, 20
+# Where each chapter's box stands in the diagram: (column, row), placed by hand. The main line
+# runs down column 0; chapter 8 (positions) branches off chapter 4 into column 1 and rejoins
+# at chapter 9. A new chapter gets a place here (a test fails until it has one).
+PLACES: dict[str, tuple[int, int]] = {
+    "01_dot_product_similarity": (0, 0),
+    "02_softmax": (0, 1),
+    "03_self_attention_basics": (0, 2),
+    "04_queries_keys_values": (0, 3),
+    "05_scaling": (0, 4),
+    "08_positional_encoding": (1, 4),
+    "06_masks": (0, 5),
+    "07_multi_head_attention": (0, 6),
+    "09_encoder_block": (0, 7),
+    "10_decoder_and_cross_attention": (0, 8),
+    "11_attention_at_scale": (0, 9),
+    "pitfalls": (0, 10),
+}
+BOX_WIDTH, LINE, H_GAP, V_GAP = 220, 18, 40, 26
+MARGIN, LEGEND_LINE = 16, 20
 
 
 def box_lines(entry: Entry) -> list[str]:
     heading = f"Chapter {entry.chapter.number}" if entry.chapter.number is not None else "Appendix"
-    return [heading, *textwrap.wrap(entry.chapter.title, 27)]
+    return [heading, *textwrap.wrap(entry.chapter.title, 28)]
 
 
-def diagram_svg(entries: Sequence[Entry]) -> str:
+def diagram_svg(entries: Sequence[Entry], places: dict[str, tuple[int, int]] | None = None) -> str:
     """The dependency diagram as inline SVG: boxes link to the chapters, arrows go from a
-    prerequisite to the chapter that needs it."""
-    by_stem = {entry.stem: entry for entry in entries}
-    order = {entry.stem: i for i, entry in enumerate(entries)}
+    prerequisite to the chapter that needs it (direct prerequisites only), each box where
+    ``places`` (default :data:`PLACES`) puts it."""
+    places = PLACES if places is None else places
+    missing = [entry.stem for entry in entries if entry.stem not in places]
+    if missing:
+        raise ValueError(f"the diagram has no place for {missing}: add them to PLACES")
+    cells = [places[entry.stem] for entry in entries]
+    if len(set(cells)) != len(cells):
+        raise ValueError("two chapters share a place in the diagram")
     graph = transitive_reduction(prerequisites(entries))
-    depth = layers(graph)
-    n_layers = max(depth.values(), default=-1) + 1
-
-    # Long edges get one waypoint per layer they cross, so they never run through a box.
-    rows: list[list[Box]] = [[] for _ in range(n_layers)]
-    for stem in by_stem:
-        rows[depth[stem]].append(Box(stem, depth[stem], width=BOX_WIDTH))
-    chains: list[list[str]] = []
-    for child, parents in graph.items():
-        for parent in parents:
-            chain = [parent]
-            for layer in range(depth[parent] + 1, depth[child]):
-                key = f"edge:{parent}:{child}:{layer}"
-                rows[layer].append(Box(key, layer, width=WAYPOINT_WIDTH))
-                chain.append(key)
-            chains.append([*chain, child])
-    predecessors: dict[str, list[str]] = {}
-    for chain in chains:
-        for above, below in zip(chain, chain[1:], strict=False):
-            predecessors.setdefault(below, []).append(above)
-
-    # Order each row by the mean position of what points into it (barycentre), then place.
-    position: dict[str, float] = {}
-
-    def reading_order(box: Box) -> float:
-        stem = box.key.split(":")[2] if box.is_waypoint else box.key
-        return order[stem] + (0.5 if box.is_waypoint else 0.0)
-
-    for row in rows:
-
-        def key(box: Box) -> tuple[float, float]:
-            above = [position[p] for p in predecessors.get(box.key, []) if p in position]
-            return (sum(above) / len(above) if above else -1.0, reading_order(box))
-
-        row.sort(key=key)
-        for index, box in enumerate(row):
-            position[box.key] = index
-    widths = [sum(box.width for box in row) + H_GAP * max(len(row) - 1, 0) for row in rows]
-    width = max(widths, default=BOX_WIDTH) + 2 * MARGIN
-    heights = [
-        max(
-            (PAD * 2 + LINE * len(box_lines(by_stem[b.key])) for b in row if not b.is_waypoint),
-            default=LINE,
-        )
-        for row in rows
-    ]
+    box_height = 16 + LINE * max(len(box_lines(entry)) for entry in entries)  # one for all
     parts = list(dict.fromkeys((e.part_index, e.part) for e in entries))
-    tops, y = [], MARGIN + LEGEND_LINE * len(parts) + V_GAP // 2
-    for height in heights:
-        tops.append(y)
-        y += height + V_GAP
-    height = y - V_GAP + MARGIN
-    boxes: dict[str, Box] = {}
-    for row, row_width in zip(rows, widths, strict=True):
-        x = (width - row_width) / 2
-        for box in row:
-            box.x = x
-            boxes[box.key] = box
-            x += box.width + H_GAP
+    top = MARGIN + LEGEND_LINE * len(parts) + V_GAP // 2
+    n_columns = 1 + max(column for column, _ in cells)
+    n_rows = 1 + max(row for _, row in cells)
+    width = 2 * MARGIN + n_columns * BOX_WIDTH + (n_columns - 1) * H_GAP
+    height = top + n_rows * (box_height + V_GAP) - V_GAP + MARGIN
 
-    def centre(key: str) -> float:
-        return boxes[key].x + boxes[key].width / 2
-
-    def bottom(key: str) -> float:
-        box = boxes[key]
-        if box.is_waypoint:
-            return tops[box.layer] + heights[box.layer]
-        return tops[box.layer] + PAD * 2 + LINE * len(box_lines(by_stem[key]))
+    def corner(stem: str) -> tuple[float, float]:
+        column, row = places[stem]
+        return MARGIN + column * (BOX_WIDTH + H_GAP), top + row * (box_height + V_GAP)
 
     lines = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="chapter-map" width="{width:.0f}" '
-        f'height="{height:.0f}" viewBox="0 0 {width:.0f} {height:.0f}" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chapter-map" width="{width}" '
+        f'height="{height}" viewBox="0 0 {width} {height}" '
         'aria-labelledby="chapter-map-title chapter-map-desc" '
         'style="max-width: 100%; height: auto; font-family: system-ui, sans-serif">',
         '<title id="chapter-map-title">How the chapters build on each other</title>',
@@ -336,10 +275,9 @@ def diagram_svg(entries: Sequence[Entry]) -> str:
         '<defs><marker id="chapter-map-arrow" viewBox="0 0 10 10" refX="9" refY="5" '
         'markerWidth="7" markerHeight="7" orient="auto-start-reverse">'
         '<path d="M 0 0 L 10 5 L 0 10 z" fill="#333"/></marker></defs>',
-        f'<rect width="{width:.0f}" height="{height:.0f}" fill="#ffffff"/>',
+        f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
     ]
-    # Legend: one line per part that has notebooks.
-    for row, (index, caption) in enumerate(parts):
+    for row, (index, caption) in enumerate(parts):  # the legend: one line per part
         colour = PART_COLOURS[index % len(PART_COLOURS)]
         y = MARGIN + LEGEND_LINE * row
         lines.append(
@@ -350,46 +288,40 @@ def diagram_svg(entries: Sequence[Entry]) -> str:
             f'<text x="{MARGIN + 20}" y="{y + 12}" font-size="13" fill="#1a1a1a">'
             f"{escape(caption)}</text>"
         )
-    # Arrows first, so the boxes sit on top of their ends.
-    for chain in chains:
-        x, y = centre(chain[0]), bottom(chain[0])
-        path = f"M {x:.1f} {y:.1f}"
-        for key in chain[1:]:
-            end_x, end_y = centre(key), tops[boxes[key].layer]
-            if not boxes[key].is_waypoint:
-                end_y -= 2  # the arrowhead ends at the box's edge
-            bend = (end_y - y) / 2
-            path += (
-                f" C {x:.1f} {y + bend:.1f} {end_x:.1f} {end_y - bend:.1f} {end_x:.1f} {end_y:.1f}"
+    occupied = set(cells)
+    for child, parents in graph.items():  # arrows first, so that boxes cover their ends
+        for parent in parents:
+            column, row = places[parent]
+            if any((column, r) in occupied for r in range(row + 1, places[child][1])):
+                raise ValueError(f"the arrow {parent} → {child} would cross a box: move one")
+            (x, y), (end_x, end_y) = corner(parent), corner(child)
+            x, end_x = x + BOX_WIDTH / 2, end_x + BOX_WIDTH / 2
+            y, end_y = y + box_height, end_y - 2  # the arrowhead ends at the box's edge
+            turn = max(end_y - V_GAP, y)  # down the parent's column, then into the child's
+            bend = (turn + end_y) / 2
+            lines.append(
+                f'<path d="M {x:.0f} {y} L {x:.0f} {turn} C {x:.0f} {bend} {end_x:.0f} {bend} '
+                f'{end_x:.0f} {end_y}" fill="none" stroke="#333" stroke-width="1.5" '
+                'marker-end="url(#chapter-map-arrow)"/>'
             )
-            x, y = end_x, end_y
-            if boxes[key].is_waypoint:
-                y = bottom(key)
-                path += f" L {x:.1f} {y:.1f}"
-        lines.append(
-            f'<path d="{path}" fill="none" stroke="#333" stroke-width="1.5" '
-            'marker-end="url(#chapter-map-arrow)"/>'
-        )
     for entry in entries:
-        box = boxes[entry.stem]
+        x, y = corner(entry.stem)
         colour = PART_COLOURS[entry.part_index % len(PART_COLOURS)]
         text = box_lines(entry)
-        box_height = PAD * 2 + LINE * len(text)
-        top = tops[box.layer]
         label = f"{text[0]}: {entry.chapter.title}"
         lines.append(
             f'<a href="{escape(entry.html)}" aria-label="{escape(label)}" '
             'style="text-decoration: none">'
         )
         lines.append(
-            f'<rect x="{box.x:.1f}" y="{top}" width="{box.width}" height="{box_height}" rx="6" '
+            f'<rect x="{x}" y="{y}" width="{BOX_WIDTH}" height="{box_height}" rx="6" '
             f'fill="{colour}" fill-opacity="0.12" stroke="{colour}" stroke-width="2"/>'
         )
         for row, line in enumerate(text):
             weight = ' font-weight="bold"' if row == 0 else ""
             lines.append(
-                f'<text x="{box.x + box.width / 2:.1f}" y="{top + PAD + LINE * (row + 1) - 4}" '
-                f'text-anchor="middle" font-size="13" fill="#1a1a1a"{weight}>{escape(line)}</text>'
+                f'<text x="{x + BOX_WIDTH / 2:.0f}" y="{y + 21 + LINE * row}" text-anchor="middle" '
+                f'font-size="13" fill="#1a1a1a"{weight}>{escape(line)}</text>'
             )
         lines.append("</a>")
     lines.append("</svg>")
