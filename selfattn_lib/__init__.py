@@ -5,7 +5,8 @@ against this library. One module per concept, in the order the course teaches th
 (:data:`CONCEPT_MODULES`); a concept module imports only earlier ones:
 
 ``similarity`` → ``softmax`` → ``attention`` → ``masks`` → ``multihead`` → ``positional``
-→ ``encoder`` (NumPy only), then ``transformer``, ``tasks`` and ``training`` (PyTorch), then
+→ ``encoder`` (NumPy only), then ``layers``, ``transformer``, ``tasks`` and ``training``
+(PyTorch), then
 ``attention_cost`` → ``kv_cache`` → ``online_softmax`` (NumPy, attention at scale).
 
 Beside them: ``embeddings`` (a small word-vector set), ``plotting`` (figures: shared
@@ -43,6 +44,7 @@ CONCEPT_MODULES = (
     "multihead",
     "positional",
     "encoder",
+    "layers",
     "transformer",
     "tasks",
     "training",

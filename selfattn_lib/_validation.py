@@ -151,3 +151,12 @@ def check_positive_float(name: str, value: object) -> float:
     if not (math.isfinite(value) and value > 0):
         raise ValueError(f"{name} must be a finite positive number, got {value}")
     return value
+
+
+def check_probability(name: str, value: object) -> float:
+    """Return ``value`` as a float, requiring a real number in [0, 1) (a dropout rate)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a probability, a real number in [0, 1), got {value!r}")
+    if not 0 <= value < 1:
+        raise ValueError(f"{name} must be a probability in [0, 1), got {value!r}")
+    return float(value)
