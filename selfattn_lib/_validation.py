@@ -95,19 +95,25 @@ def check_same_dims(what: str, part: int | slice, **arrays: np.ndarray) -> None:
         )
 
 
-def check_mask_for(scores_shape: tuple[int, ...], mask: ArrayLike) -> np.ndarray:
-    """Check that a boolean ``mask`` broadcasts to ``scores_shape`` without changing it."""
-    mask = as_bool_array("mask", mask)
-    fits = mask.ndim <= len(scores_shape) and all(
+def check_mask_shape(mask_shape: tuple[int, ...], scores_shape: tuple[int, ...], axes: str) -> None:
+    """The one rule for masks, NumPy and torch alike: a mask broadcasts to the scores' shape
+    without changing it (every size is 1 or the scores' size, and no extra dimensions)."""
+    fits = len(mask_shape) <= len(scores_shape) and all(
         size in (1, scores_size)
-        for size, scores_size in zip(mask.shape[::-1], scores_shape[::-1], strict=False)
+        for size, scores_size in zip(mask_shape[::-1], scores_shape[::-1], strict=False)
     )
     if not fits:
         raise ValueError(
-            "mask must broadcast to the shape of the attention scores (..., T_q, T_k) "
-            f"without changing it: mask has shape {mask.shape}, the scores have shape "
+            f"mask must broadcast to the shape of the attention scores {axes} without "
+            f"changing it: mask has shape {tuple(mask_shape)}, the scores have shape "
             f"{tuple(scores_shape)}"
         )
+
+
+def check_mask_for(scores_shape: tuple[int, ...], mask: ArrayLike) -> np.ndarray:
+    """Check that a boolean ``mask`` broadcasts to ``scores_shape`` without changing it."""
+    mask = as_bool_array("mask", mask)
+    check_mask_shape(mask.shape, scores_shape, "(..., T_q, T_k)")
     return mask
 
 

@@ -33,7 +33,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from selfattn_lib._validation import check_positive_int, check_probability
+from selfattn_lib._validation import check_mask_shape, check_positive_int, check_probability
 from selfattn_lib.multihead import MultiHeadParams
 
 
@@ -50,7 +50,8 @@ class MultiHeadAttention(nn.Module):
     ------
     ``query``: ``(B, T_q, D)``, ``key`` and ``value``: ``(B, T_k, D)``, ``mask``: boolean,
     broadcastable to ``(B, T_q, T_k)`` without changing that shape (e.g. ``(T_q, T_k)``
-    or a padding mask ``(B, 1, T_k)``) → ``output``: ``(B, T_q, D)`` and, when
+    or a padding mask ``(B, 1, T_k)``) or, per head, to ``(B, H, T_q, T_k)`` (e.g.
+    ``(B, 1, 1, T_k)``, as in ``F.scaled_dot_product_attention``) → ``output``: ``(B, T_q, D)`` and, when
     ``return_weights=True``, ``weights``: ``(B, H, T_q, T_k)``.
 
     Examples
@@ -103,7 +104,9 @@ class MultiHeadAttention(nn.Module):
         k = self._split_heads(self.w_k(key))  # (B, H, T_k, D_h)
         v = self._split_heads(self.w_v(value))  # (B, H, T_k, D_h)
         scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)  # (B, H, T_q, T_k)
-        if mask is not None:
+        if mask is not None and getattr(mask, "ndim", 0) == 4:  # already has a head axis
+            mask = check_mask(mask, (batch_size, self.n_heads, t_q, t_k))
+        elif mask is not None:
             mask = check_mask(mask, (batch_size, t_q, t_k)).unsqueeze(-3)  # (…, 1, T_q, T_k)
         weights = masked_softmax(scores, mask)  # (B, H, T_q, T_k)
         heads = self.dropout(weights) @ v  # (B, H, T_q, D_h)
@@ -542,14 +545,15 @@ def masked_softmax(scores: Tensor, mask: Tensor | None) -> Tensor:
     return torch.softmax(scores, dim=-1).masked_fill(~mask, 0.0)  # (..., T_q, T_k)
 
 
-def check_mask(mask: object, scores_shape: tuple[int, int, int]) -> Tensor:
-    """Check that ``mask`` is a boolean tensor that broadcasts to ``(B, T_q, T_k)``
-    without changing that shape; return it.
+def check_mask(mask: object, scores_shape: tuple[int, ...]) -> Tensor:
+    """Check that ``mask`` is a boolean tensor that broadcasts to the scores' shape
+    ``(B, T_q, T_k)`` or, with heads, ``(B, H, T_q, T_k)``, without changing it; return it.
+    The shape rule is the NumPy functions' (``selfattn_lib._validation.check_mask_shape``).
 
     Shapes
     ------
-    ``mask``: ``(T_q, T_k)``, ``(B, 1, T_k)``, ``(B, T_q, T_k)`` or any shape with 1 in place
-    of a size → the same tensor.
+    ``mask``: ``(T_q, T_k)``, ``(B, 1, T_k)``, ``(B, T_q, T_k)``, ``(B, 1, 1, T_k)`` or any
+    shape with 1 in place of a size → the same tensor.
 
     Examples
     --------
@@ -563,15 +567,8 @@ def check_mask(mask: object, scores_shape: tuple[int, int, int]) -> Tensor:
             f"mask must be boolean (True = may attend), got dtype {mask.dtype}; note that "
             "torch.nn.MultiheadAttention's masks mean the opposite"
         )
-    fits = mask.ndim <= 3 and all(
-        size in (1, expected)
-        for size, expected in zip(mask.shape[::-1], scores_shape[::-1], strict=False)
-    )
-    if not fits:
-        raise ValueError(
-            "mask must broadcast to (B, T_q, T_k) without changing it: mask has shape "
-            f"{tuple(mask.shape)}, (B, T_q, T_k) is {tuple(scores_shape)}"
-        )
+    axes = "(B, H, T_q, T_k)" if len(scores_shape) == 4 else "(B, T_q, T_k)"
+    check_mask_shape(tuple(mask.shape), tuple(scores_shape), axes)
     return mask
 
 

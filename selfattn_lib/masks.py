@@ -8,6 +8,8 @@ opposite (``True`` = ignore), so pass ``~mask`` there.
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -44,19 +46,26 @@ def causal_mask(t_q: int, t_k: int | None = None) -> np.ndarray:
     return np.tril(np.ones((t_q, t_k), dtype=bool), k=t_k - t_q)  # (T_q, T_k)
 
 
-def padding_mask(lengths: ArrayLike, max_len: int) -> np.ndarray:
-    """Mask that hides the padding at the end of each sequence of a batch.
+def padding_mask(
+    lengths: ArrayLike | None = None,
+    max_len: int | None = None,
+    *,
+    tokens: ArrayLike | None = None,
+    pad_id: int | None = None,
+) -> np.ndarray:
+    """Mask that hides the padding of each sequence of a batch.
 
-    Sequence ``b`` has ``lengths[b]`` real tokens followed by padding up to ``max_len``;
-    every query may attend the real tokens (``True``) and none of the padding.
+    Give either ``lengths`` and ``max_len`` (sequence ``b`` has ``lengths[b]`` real tokens
+    followed by padding up to ``max_len``) or the padded ``tokens`` and the ``pad_id`` that
+    marks padding. Every query may attend the real tokens (``True``) and none of the padding.
 
     Shapes
     ------
-    ``lengths``: ``(B,)`` integers in ``[0, max_len]`` → ``(B, 1, T_k)`` boolean with
-    ``T_k = max_len``. The axis of size 1 broadcasts over the queries of ``(B, T_q, T_k)``
-    scores; for per-head scores ``(B, H, T_q, T_k)`` use ``mask[:, None]``
-    (``(B, 1, 1, T_k)``). :func:`~selfattn_lib.multihead.multi_head_attention` inserts the
-    head axis itself.
+    ``lengths``: ``(B,)`` integers in ``[0, max_len]``, or ``tokens``: ``(B, T_k)`` →
+    ``(B, 1, T_k)`` boolean (``T_k = max_len``). The axis of size 1 broadcasts over the
+    queries of ``(B, T_q, T_k)`` scores; for per-head scores ``(B, H, T_q, T_k)`` use
+    ``mask[:, None]`` (``(B, 1, 1, T_k)``).
+    :func:`~selfattn_lib.multihead.multi_head_attention` inserts the head axis itself.
 
     Examples
     --------
@@ -64,7 +73,14 @@ def padding_mask(lengths: ArrayLike, max_len: int) -> np.ndarray:
     array([[[ True,  True,  True, False]],
     <BLANKLINE>
            [[ True, False, False, False]]])
+    >>> padding_mask(tokens=[[5, 7, 0]], pad_id=0)
+    array([[[ True,  True, False]]])
     """
+    by_tokens = tokens is not None or pad_id is not None
+    if by_tokens == (lengths is not None or max_len is not None):
+        raise TypeError("padding_mask takes either lengths and max_len, or tokens and pad_id")
+    if by_tokens:
+        return _padding_of_tokens(tokens, pad_id)
     max_len = check_positive_int("max_len", max_len)
     lengths = np.asarray(lengths)
     if lengths.dtype.kind not in "iu":
@@ -80,6 +96,17 @@ def padding_mask(lengths: ArrayLike, max_len: int) -> np.ndarray:
         )
     is_real = np.arange(max_len) < lengths[:, None]  # (B, T_k)
     return is_real[:, None, :]  # (B, 1, T_k)
+
+
+def _padding_of_tokens(tokens: ArrayLike, pad_id: object) -> np.ndarray:
+    if isinstance(pad_id, bool) or not isinstance(pad_id, numbers.Integral):
+        raise TypeError(f"pad_id must be an integer token id, got {pad_id!r}")
+    tokens = np.asarray(tokens)
+    if tokens.dtype.kind not in "iu":
+        raise TypeError(f"tokens must be integer token ids, got dtype {tokens.dtype}")
+    if tokens.ndim != 2:
+        raise ValueError(f"tokens must have shape (B, T_k), got shape {tokens.shape}")
+    return (tokens != pad_id)[:, None, :]  # (B, 1, T_k)
 
 
 def combine_masks(*masks: ArrayLike) -> np.ndarray:

@@ -31,9 +31,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from selfattn_lib._validation import check_positive_int
+from selfattn_lib._validation import check_positive_float, check_positive_int
 from selfattn_lib.tasks import Vocabulary
-from selfattn_lib.transformer import Transformer
+from selfattn_lib.transformer import Transformer, as_token_ids, check_token_id
 
 
 def shift_right(tgt: Tensor, bos_id: int) -> Tensor:
@@ -50,8 +50,8 @@ def shift_right(tgt: Tensor, bos_id: int) -> Tensor:
     >>> shift_right(torch.tensor([[7, 8, 9, 2]]), bos_id=1)
     tensor([[1, 7, 8, 9]])
     """
-    tgt = _as_token_tensor("tgt", tgt)
-    bos_id = _check_id("bos_id", bos_id)
+    tgt = as_token_ids(tgt, "tgt")
+    bos_id = check_token_id("bos_id", bos_id)
     bos = torch.full_like(tgt[:, :1], bos_id)  # (B, 1)
     return torch.cat([bos, tgt[:, :-1]], dim=1)  # (B, T)
 
@@ -81,7 +81,7 @@ def sequence_loss(
             f"{getattr(logits, 'dtype', type(logits).__name__)} of shape "
             f"{tuple(getattr(logits, 'shape', ()))}"
         )
-    labels = _as_token_tensor("labels", labels)
+    labels = as_token_ids(labels, "labels")
     if labels.shape != logits.shape[:2]:
         raise ValueError(
             f"labels must have shape (B, T) = {tuple(logits.shape[:2])} to fit logits of "
@@ -90,7 +90,7 @@ def sequence_loss(
     if not (isinstance(label_smoothing, numbers.Real) and 0 <= label_smoothing < 1):
         raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing!r}")
     vocab_size = logits.shape[-1]
-    ignore = -100 if pad_id is None else _check_id("pad_id", pad_id)
+    ignore = -100 if pad_id is None else check_token_id("pad_id", pad_id)
     real = labels != ignore
     if real.any() and (labels[real].min() < 0 or labels[real].max() >= vocab_size):
         raise ValueError(f"labels must be token ids in 0 … {vocab_size - 1}")
@@ -125,8 +125,7 @@ def warmup_learning_rate(
     step = check_positive_int("step", step)
     d_model = check_positive_int("d_model", d_model)
     warmup_steps = check_positive_int("warmup_steps", warmup_steps)
-    if isinstance(factor, bool) or not isinstance(factor, numbers.Real) or not factor > 0:
-        raise ValueError(f"factor must be a positive number, got {factor!r}")
+    factor = check_positive_float("factor", factor)
     return factor * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
 
 
@@ -150,8 +149,7 @@ def linear_warmup_decay(step: int, *, peak: float, warmup_steps: int, total_step
     step = check_positive_int("step", step)
     warmup_steps = check_positive_int("warmup_steps", warmup_steps)
     total_steps = check_positive_int("total_steps", total_steps)
-    if isinstance(peak, bool) or not isinstance(peak, numbers.Real) or not peak > 0:
-        raise ValueError(f"peak must be a positive number, got {peak!r}")
+    peak = check_positive_float("peak", peak)
     if not warmup_steps < total_steps:
         raise ValueError(
             f"warmup_steps must be smaller than total_steps, got {warmup_steps} and {total_steps}"
@@ -234,8 +232,8 @@ def train(
     """
     if not isinstance(model, Transformer):
         raise TypeError(f"model must be a selfattn_lib Transformer, got {type(model).__name__}")
-    src = _as_token_tensor("src", src)
-    tgt = _as_token_tensor("tgt", tgt)
+    src = as_token_ids(src, "src")
+    tgt = as_token_ids(tgt, "tgt")
     if src.shape[0] != tgt.shape[0]:
         raise ValueError(
             f"src and tgt must hold the same number of examples: src has shape "
@@ -243,7 +241,7 @@ def train(
         )
     epochs = check_positive_int("epochs", epochs)
     batch_size = check_positive_int("batch_size", batch_size)
-    bos_id = _check_id("bos_id", bos_id)
+    bos_id = check_token_id("bos_id", bos_id)
     if not isinstance(generator, torch.Generator):
         raise TypeError(
             "generator must be a torch.Generator (torch.Generator().manual_seed(seed)), "
@@ -251,17 +249,12 @@ def train(
         )
     if callable(learning_rate):
         schedule = learning_rate
-    elif isinstance(learning_rate, numbers.Real) and learning_rate > 0:
-        constant = float(learning_rate)
+    else:
+        constant = check_positive_float("learning_rate (a number or a function of the step)",
+                                        learning_rate)  # fmt: skip
 
         def schedule(step: int) -> float:
             return constant
-
-    else:
-        raise ValueError(
-            f"learning_rate must be a positive number or a function of the step, "
-            f"got {learning_rate!r}"
-        )
 
     n_examples = src.shape[0]
     steps_per_epoch = math.ceil(n_examples / batch_size)
@@ -348,7 +341,7 @@ def predict(
         raise TypeError(f"model must be a selfattn_lib Transformer, got {type(model).__name__}")
     if not isinstance(vocabulary, Vocabulary):
         raise TypeError(f"vocabulary must be a Vocabulary, got {type(vocabulary).__name__}")
-    src = _as_token_tensor("src", src)
+    src = as_token_ids(src, "src")
     batch_size = check_positive_int("batch_size", batch_size)
     outputs = []
     was_training = model.training
@@ -407,27 +400,3 @@ def exact_match(
         max_new_tokens = max(len(text) for text in targets) + 1
     outputs = predict(model, src, vocabulary, max_new_tokens=max_new_tokens, batch_size=batch_size)
     return sum(got == want for got, want in zip(outputs, targets, strict=True)) / len(targets)
-
-
-def _as_token_tensor(name: str, tokens: object) -> Tensor:
-    if isinstance(tokens, np.ndarray):
-        tokens = torch.from_numpy(tokens)
-    if not isinstance(tokens, Tensor) or tokens.dtype not in (
-        torch.int64,
-        torch.int32,
-        torch.int16,
-        torch.uint8,
-    ):
-        raise TypeError(
-            f"{name} must be a tensor or array of integer token ids, got "
-            f"{getattr(tokens, 'dtype', type(tokens).__name__)}"
-        )
-    if tokens.ndim != 2 or 0 in tokens.shape:
-        raise ValueError(f"{name} must have shape (B, T) with B, T >= 1, got {tuple(tokens.shape)}")
-    return tokens.long()
-
-
-def _check_id(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-        raise ValueError(f"{name} must be a token id (an integer >= 0), got {value!r}")
-    return int(value)

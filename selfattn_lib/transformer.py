@@ -12,6 +12,7 @@ import math
 import numbers
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
@@ -26,6 +27,7 @@ from selfattn_lib.layers import (  # noqa: F401 - re-exported: the chapters impo
     check_mask,
     masked_softmax,
 )
+from selfattn_lib.masks import padding_mask
 from selfattn_lib.positional import sinusoidal_encoding
 
 
@@ -218,7 +220,7 @@ class Transformer(nn.Module):
         >>> tuple(model.encode(torch.tensor([[1, 2, 3]])).shape)
         (1, 3, 4)
         """
-        self._check_tokens("src", src, self.config.src_vocab_size)
+        src = self._tokens("src", src, self.config.src_vocab_size)
         x = self.embed(src, self.src_embedding)  # (B, T_src, D)
         return self.encoder(x, self.padding_mask(src), return_weights=return_weights)
 
@@ -242,7 +244,8 @@ class Transformer(nn.Module):
         >>> tuple(model.decode(torch.tensor([[1, 4]]), model.encode(src), src).shape)
         (1, 2, 7)
         """
-        self._check_tokens("tgt", tgt, self.config.tgt_vocab_size)
+        tgt = self._tokens("tgt", tgt, self.config.tgt_vocab_size)
+        src = self._tokens("src", src, self.config.src_vocab_size)
         n_tgt = tgt.shape[1]
         causal = torch.ones(n_tgt, n_tgt, dtype=torch.bool, device=tgt.device).tril()
         self_mask = causal & self.padding_mask(tgt)  # (B, T_tgt, T_tgt)
@@ -281,7 +284,9 @@ class Transformer(nn.Module):
         """
         if self.config.pad_id is None:
             return None
-        return (tokens != self.config.pad_id).unsqueeze(1)  # (B, 1, T_k)
+        tokens = as_token_ids(tokens)
+        mask = padding_mask(tokens=tokens.cpu().numpy(), pad_id=self.config.pad_id)  # (B, 1, T_k)
+        return torch.from_numpy(mask).to(tokens.device)
 
     @torch.no_grad()
     def greedy_decode(
@@ -324,26 +329,68 @@ class Transformer(nn.Module):
                 break
         return tokens
 
-    def _check_tokens(self, name: str, tokens: Tensor, vocab_size: int) -> None:
-        if not isinstance(tokens, Tensor) or tokens.dtype not in (torch.long, torch.int):
-            raise TypeError(
-                f"{name} must be a tensor of integer token ids, got "
-                f"{getattr(tokens, 'dtype', type(tokens).__name__)}"
-            )
-        if tokens.ndim != 2 or tokens.shape[1] == 0:
-            raise ValueError(
-                f"{name} must have shape (B, T) with T >= 1, got {tuple(tokens.shape)}"
-            )
+    def _tokens(self, name: str, tokens: object, vocab_size: int) -> Tensor:
+        tokens = as_token_ids(tokens, name)
         if tokens.shape[1] > self.config.max_len:
             raise ValueError(
                 f"{name} has {tokens.shape[1]} tokens, more than config.max_len = "
                 f"{self.config.max_len}"
             )
-        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= vocab_size):
+        if tokens.min() < 0 or tokens.max() >= vocab_size:
             raise ValueError(
                 f"{name} must hold token ids in 0 … {vocab_size - 1}, got values from "
                 f"{int(tokens.min())} to {int(tokens.max())}"
             )
+        return tokens
+
+
+def as_token_ids(tokens: object, name: str = "tokens") -> Tensor:
+    """A batch of token ids as a ``torch.long`` tensor: the one check of every place where
+    tokens come in (the model, the loss, the training loop).
+
+    Integer ids of any width are accepted, as a torch tensor or a NumPy array; anything else is
+    a ``TypeError``, and a shape other than ``(B, T)`` with ``B, T ≥ 1`` a ``ValueError``.
+
+    Shapes
+    ------
+    ``tokens``: ``(B, T)`` → ``(B, T)``, dtype ``torch.long``.
+
+    Examples
+    --------
+    >>> as_token_ids(np.array([[1, 2, 3]], dtype=np.int16))
+    tensor([[1, 2, 3]])
+    """
+    if isinstance(tokens, np.ndarray):
+        tokens = torch.from_numpy(tokens)
+    integer = isinstance(tokens, Tensor) and not tokens.dtype.is_floating_point
+    if not integer or tokens.dtype in (torch.bool, torch.complex64, torch.complex128):
+        raise TypeError(
+            f"{name} must be a tensor or array of integer token ids, got "
+            f"{getattr(tokens, 'dtype', type(tokens).__name__)}"
+        )
+    if tokens.ndim != 2 or 0 in tokens.shape:
+        raise ValueError(f"{name} must have shape (B, T) with B, T >= 1, got {tuple(tokens.shape)}")
+    return tokens.long()
+
+
+def check_token_id(name: str, value: object) -> int:
+    """``value`` as an int, requiring a token id: an integer ``>= 0`` (``TypeError`` for any
+    other kind of value, ``ValueError`` for a negative one).
+
+    Shapes
+    ------
+    Not an array: one id → an ``int``.
+
+    Examples
+    --------
+    >>> check_token_id("bos_id", np.int64(1))
+    1
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be a token id, an integer >= 0, got {value!r}")
+    if value < 0:
+        raise ValueError(f"{name} must be a token id, an integer >= 0, got {value!r}")
+    return int(value)
 
 
 def count_parameters(module: nn.Module) -> int:

@@ -78,7 +78,8 @@ def test_shift_right_puts_bos_first_and_drops_the_last_token():
         (torch.tensor([[1.0, 2.0]]), 1, TypeError, "integer token ids"),
         ([[1, 2]], 1, TypeError, "integer token ids"),
         (torch.tensor([[1, 2]]), -1, ValueError, "bos_id must be a token id"),
-        (torch.tensor([[1, 2]]), True, ValueError, "bos_id must be a token id"),
+        (torch.tensor([[1, 2]]), True, TypeError, "bos_id must be a token id"),
+        (torch.tensor([[1, 2]]), "1", TypeError, "bos_id must be a token id"),
     ],
 )
 def test_shift_right_rejects_bad_input(tgt, bos_id, error, message):
@@ -165,7 +166,8 @@ def test_the_warmup_schedule_is_the_papers_formula():
         ({"step": 0}, ValueError, "step must be a positive integer"),
         ({"d_model": 0}, ValueError, "d_model must be a positive integer"),
         ({"warmup_steps": 1.5}, TypeError, "warmup_steps must be a positive integer"),
-        ({"factor": 0.0}, ValueError, "factor must be a positive number"),
+        ({"factor": 0.0}, ValueError, "factor must be a finite positive number"),
+        ({"factor": "1"}, TypeError, "factor must be a positive real number"),
     ],
 )
 def test_the_warmup_schedule_rejects_bad_arguments(arguments, error, message):
@@ -191,7 +193,7 @@ def test_linear_warmup_decay_rises_then_falls_to_almost_zero():
     [
         ({"step": 11}, "step must be at most total_steps = 10"),
         ({"warmup_steps": 10}, "warmup_steps must be smaller than total_steps"),
-        ({"peak": -1.0}, "peak must be a positive number"),
+        ({"peak": -1.0}, "peak must be a finite positive number"),
         ({"step": 0}, "step must be a positive integer"),
     ],
 )
@@ -266,8 +268,9 @@ def test_progress_prints_ten_lines_to_stdout_only(capsys):
         ({"epochs": 0}, ValueError, "epochs must be a positive integer"),
         ({"batch_size": 2.0}, TypeError, "batch_size must be a positive integer"),
         ({"generator": 0}, TypeError, "generator must be a torch.Generator"),
-        ({"learning_rate": -1.0}, ValueError, "learning_rate must be a positive number"),
-        ({"bos_id": None}, ValueError, "bos_id must be a token id"),
+        ({"learning_rate": -1.0}, ValueError, "learning_rate .* must be a finite positive number"),
+        ({"learning_rate": "x"}, TypeError, "learning_rate .* must be a positive real number"),
+        ({"bos_id": None}, TypeError, "bos_id must be a token id"),
     ],
 )
 def test_train_rejects_bad_arguments(change, error, message):

@@ -188,7 +188,7 @@ def test_bad_sizes_are_rejected(kwargs, error, match):
         (np.ones((3, 4), dtype=bool), TypeError, "torch.Tensor"),
         (torch.ones(3, 5, dtype=torch.bool), ValueError, r"\(1, 3, 4\)"),
         (torch.ones(2, 3, 4, dtype=torch.bool), ValueError, r"mask has shape \(2, 3, 4\)"),
-        (torch.ones(1, 1, 3, 4, dtype=torch.bool), ValueError, "without changing it"),
+        (torch.ones(1, 1, 1, 3, 4, dtype=torch.bool), ValueError, "without changing it"),
     ],
 )
 def test_mismatched_masks_are_rejected(mask, error, match):
@@ -546,3 +546,31 @@ def test_the_same_seed_gives_the_same_model():
         torch.manual_seed(3)
         states.append(Transformer(SMALL).state_dict())
     assert all(torch.equal(states[0][name], states[1][name]) for name in states[0])
+
+
+def test_a_mask_with_a_head_axis_works_as_in_torchs_sdpa():
+    """(B, 1, 1, T_k) and (B, H, T_q, T_k) masks broadcast over the heads, as in
+    F.scaled_dot_product_attention; a (B, T_q, T_k) mask gives the same result."""
+    torch.manual_seed(0)
+    module = MultiHeadAttention(8, 2).double().eval()
+    x = torch.randn(2, 3, 8, dtype=torch.float64)
+    keep = torch.tensor([[True, True, False], [True, False, False]])  # (B, T_k)
+    three_d = module(x, x, x, keep[:, None, :])  # (B, 1, T_k)
+    four_d = module(x, x, x, keep[:, None, None, :])  # (B, 1, 1, T_k)
+    per_head = module(x, x, x, keep[:, None, None, :].expand(2, 2, 3, 3))  # (B, H, T_q, T_k)
+    assert torch.equal(three_d, four_d) and torch.equal(three_d, per_head)
+    with pytest.raises(ValueError, match=r"\(B, H, T_q, T_k\)"):
+        module(x, x, x, torch.ones(2, 3, 3, 3, dtype=torch.bool))  # 3 heads, the module has 2
+
+
+def test_tokens_of_any_integer_width_from_numpy_or_torch_are_accepted_everywhere():
+    from selfattn_lib.training import shift_right
+
+    model = Transformer(TransformerConfig(6, 6, d_model=4, n_heads=1, d_ff=8, n_layers=1)).eval()
+    src = np.array([[1, 2, 3]], dtype=np.int16)
+    expected = model.encode(torch.tensor([[1, 2, 3]]))
+    for tokens in (src, torch.from_numpy(src), torch.tensor([[1, 2, 3]], dtype=torch.int32)):
+        assert torch.equal(model.encode(tokens), expected)
+        assert torch.equal(shift_right(tokens, 5), torch.tensor([[5, 1, 2]]))
+    with pytest.raises(TypeError, match="integer token ids"):
+        model.encode(torch.tensor([[1.0, 2.0]]))
