@@ -51,8 +51,8 @@ class MultiHeadAttention(nn.Module):
     ``query``: ``(B, T_q, D)``, ``key`` and ``value``: ``(B, T_k, D)``, ``mask``: boolean,
     broadcastable to ``(B, T_q, T_k)`` without changing that shape (e.g. ``(T_q, T_k)``
     or a padding mask ``(B, 1, T_k)``) or, per head, to ``(B, H, T_q, T_k)`` (e.g.
-    ``(B, 1, 1, T_k)``, as in ``F.scaled_dot_product_attention``) → ``output``: ``(B, T_q, D)`` and, when
-    ``return_weights=True``, ``weights``: ``(B, H, T_q, T_k)``.
+    ``(B, 1, 1, T_k)``, as in ``F.scaled_dot_product_attention``) → ``output``:
+    ``(B, T_q, D)`` and, when ``return_weights=True``, ``weights``: ``(B, H, T_q, T_k)``.
 
     Examples
     --------
@@ -539,6 +539,7 @@ def masked_softmax(scores: Tensor, mask: Tensor | None) -> Tensor:
     """
     if mask is None:
         return torch.softmax(scores, dim=-1)
+    mask = check_mask(mask, tuple(scores.shape))
     has_key = mask.any(dim=-1, keepdim=True)  # (..., T_q, 1)
     # An empty row gets finite scores (so the softmax is defined), then weights of zero.
     scores = scores.masked_fill(~mask, float("-inf")).masked_fill(~has_key, 0.0)

@@ -98,7 +98,9 @@ def similarity_matrix(
     array([[0.    ],
            [0.7071]])
     """
-    if not isinstance(measure, str) or measure not in _MEASURES:
+    if not isinstance(measure, str):
+        raise TypeError(f"measure must be the string 'dot' or 'cosine', got {measure!r}")
+    if measure not in _MEASURES:
         raise ValueError(f"measure must be 'dot' or 'cosine', got {measure!r}")
     x = as_float_array("x", x, layout="(..., T_q, D)")
     y = x if y is None else as_float_array("y", y, layout="(..., T_k, D)")

@@ -67,6 +67,10 @@ def softmax_in_place(scores: np.ndarray, axis: int = -1, temperature: float = 1.
     array([[0.25, 0.75],
            [0.  , 0.  ]])
     """
+    if not isinstance(scores, np.ndarray) or scores.dtype.kind != "f":
+        raise TypeError(f"scores must be a floating-point NumPy array, got {type(scores).__name__}")
+    axis = check_axis(axis, "scores", scores)
+    temperature = check_positive_float("temperature", temperature)
     # initial=-inf makes the maximum of an empty axis -inf instead of an error; a slice that
     # is all -inf is shifted by 0 instead (-inf - -inf would be NaN).
     largest = scores.max(axis=axis, keepdims=True, initial=-np.inf)

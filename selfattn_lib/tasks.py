@@ -77,6 +77,8 @@ class Vocabulary:
     tokens: tuple[str, ...]
 
     def __post_init__(self) -> None:
+        if isinstance(self.tokens, str) or not all(isinstance(t, str) for t in self.tokens):
+            raise TypeError(f"tokens must be a tuple of strings, got {self.tokens!r}")
         if tuple(self.tokens[:3]) != SPECIAL_TOKENS:
             raise ValueError(f"the first tokens must be {SPECIAL_TOKENS}, got {self.tokens[:3]}")
         if len(set(self.tokens)) != len(self.tokens):
@@ -97,6 +99,8 @@ class Vocabulary:
         >>> len(Vocabulary.from_characters("banana"))  # <pad>, <bos>, <eos>, a, b, n
         6
         """
+        if not isinstance(characters, Iterable):
+            raise TypeError(f"characters must be an iterable of characters, got {characters!r}")
         return cls((*SPECIAL_TOKENS, *sorted(set(characters))))
 
     @property
@@ -254,13 +258,13 @@ def parse_date(text: str) -> datetime.date:
     )
     if not valid_parts:
         raise ValueError(
-            f"{text!r} is not a date in one of the formats {DATE_FORMATS}, "
+            f"text {text!r} is not a date in one of the formats {DATE_FORMATS}, "
             "e.g. '21 November 2026', '21 Nov 2026', 'November 21, 2026' or 'Nov 21, 2026'"
         )
     try:
         return datetime.date(int(year_word), months[month_word], int(day_word))
     except ValueError as error:
-        raise ValueError(f"{text!r} is not a date of the calendar: {error}") from None
+        raise ValueError(f"text {text!r} is not a date of the calendar: {error}") from None
 
 
 def is_held_out(date: datetime.date) -> bool:

@@ -405,4 +405,6 @@ def count_parameters(module: nn.Module) -> int:
     >>> count_parameters(nn.Linear(512, 2048))  # 512 · 2048 weights + 2048 biases
     1050624
     """
+    if not isinstance(module, nn.Module):
+        raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
     return sum(parameter.numel() for parameter in module.parameters() if parameter.requires_grad)
