@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from selfattn_lib import attention, softmax
+from selfattn_lib import attention
 from selfattn_lib.exercises import _kit as kit
 
 # T = 5 tokens of D = 3 features: a result of length T (weights) and one of length D (an
@@ -49,9 +49,9 @@ def check_spotlight_output(spotlight_output: Callable[..., Any]) -> kit.Feedback
 
     def check_one(x: np.ndarray, position: int) -> None:
         what = f"{name}(x, {position})"
-        scores = x @ x[position]  # (T,)
-        weights = softmax.softmax(scores)  # (T,)
-        expected = weights @ x  # (D,)
+        output, all_weights = attention.simple_self_attention(x)  # (T, D), (T, T)
+        expected, weights = output[position], all_weights[position]  # (D,), (T,)
+        scores = x @ x[position]  # (T,): for the wrong answers below
         result = kit.call_on_copy(spotlight_output, x, position)
         values = kit.values_like(result, expected)
         if values is not None and not np.isfinite(values).all():

@@ -174,7 +174,7 @@ def check_design_projections(design_projections: Callable[[], Any]) -> kit.Feedb
                 "must have the same length d_k, or their dot products are undefined"
             )
         q, k = _CH4_TOKENS @ w_q, _CH4_TOKENS @ w_k  # (3, d_k)
-        weights = softmax.softmax(q @ k.T / np.sqrt(q.shape[1]), axis=-1)  # (3, 3)
+        weights = attention.scaled_dot_product_attention(q, k, k)[1]  # (3, 3)
         row = ", ".join(f"{w:.3f}" for w in weights[0])
         if weights[0, 2] < 0.9:
             favourite = int(np.argmax(weights[0]))

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from selfattn_lib import softmax
+from selfattn_lib import attention, softmax
 from selfattn_lib.exercises import _kit as kit
 
 
@@ -195,8 +195,8 @@ def _ch5_top_weight_statistic(
     rng = np.random.default_rng([5, n_keys, d_k])
     q = rng.standard_normal((n_queries, d_k))  # (n_queries, d_k)
     k = rng.standard_normal((n_queries, n_keys, d_k))  # (n_queries, n_keys, d_k)
-    scores = np.einsum("nd,nkd->nk", q, k)  # (n_queries, n_keys), no (n, n_keys, d_k) temporary
-    weights = softmax.softmax(scores, axis=-1)  # (n_queries, n_keys)
+    scores = attention.attention_scores(q[:, None, :], k, scale=1.0)  # (n_queries, 1, n_keys)
+    weights = softmax.softmax(scores[:, 0], axis=-1)  # (n_queries, n_keys)
     return float(statistic(weights.max(axis=-1)))
 
 
