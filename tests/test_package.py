@@ -167,3 +167,9 @@ def test_a_concept_module_imports_only_earlier_concepts(module_name):
     earlier = set(CONCEPTS[: CONCEPTS.index(module_name)]) | {"selfattn_lib._validation"}
     later = library_imports(module_name) - earlier
     assert not later, f"{module_name} imports {sorted(later)}, which are not earlier concepts"
+
+
+@pytest.mark.parametrize("module_name", selfattn_lib.CONCEPT_MODULES)
+def test_every_concept_module_has_its_own_test_file(module_name):
+    tests = Path(__file__).parent
+    assert (tests / f"test_{module_name}.py").is_file(), f"tests/test_{module_name}.py is missing"
