@@ -417,20 +417,21 @@ class _Stack(nn.Module):
     """What the encoder and the decoder share: ``n_layers`` layers of one kind, run in turn,
     and a final layer norm when the layers are pre-norm."""
 
+    layer: type[nn.Module]  # EncoderLayer or DecoderLayer
+
     def __init__(
         self,
-        layer: type[nn.Module],
         d_model: int,
         n_heads: int,
         d_ff: int,
         n_layers: int,
         *,
-        dropout: float,
-        norm_first: bool,
+        dropout: float = 0.0,
+        norm_first: bool = False,
     ) -> None:
         super().__init__()
         self.layers = nn.ModuleList(
-            layer(d_model, n_heads, d_ff, dropout=dropout, norm_first=norm_first)
+            self.layer(d_model, n_heads, d_ff, dropout=dropout, norm_first=norm_first)
             for _ in range(check_positive_int("n_layers", n_layers))
         )
         self.norm = nn.LayerNorm(d_model) if norm_first else None
@@ -461,19 +462,7 @@ class Encoder(_Stack):
     ((2, 5, 8), 3)
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        n_layers: int,
-        *,
-        dropout: float = 0.0,
-        norm_first: bool = False,
-    ) -> None:
-        super().__init__(
-            EncoderLayer, d_model, n_heads, d_ff, n_layers, dropout=dropout, norm_first=norm_first
-        )
+    layer = EncoderLayer
 
     def forward(
         self, x: Tensor, mask: Tensor | None = None, return_weights: bool = False
@@ -497,19 +486,7 @@ class Decoder(_Stack):
     (2, 4, 8)
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        n_layers: int,
-        *,
-        dropout: float = 0.0,
-        norm_first: bool = False,
-    ) -> None:
-        super().__init__(
-            DecoderLayer, d_model, n_heads, d_ff, n_layers, dropout=dropout, norm_first=norm_first
-        )
+    layer = DecoderLayer
 
     def forward(
         self,

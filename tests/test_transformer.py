@@ -5,11 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import strategies as st
-from strategies import seeds
-
-from selfattn_lib.masks import causal_mask, combine_masks, padding_mask
-from selfattn_lib.multihead import MultiHeadParams
 
 torch = pytest.importorskip("torch")
 
@@ -21,40 +16,6 @@ from selfattn_lib.transformer import (  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("error")
 TOLERANCES = {"rtol": 1e-6, "atol": 1e-9}
-
-
-def to_numpy(tensor: torch.Tensor) -> np.ndarray:
-    return tensor.detach().numpy()
-
-
-@st.composite
-def attention_case(draw: st.DrawFn) -> dict:
-    """Sizes, inputs and a course-convention mask (B, T_q, T_k) for one attention call."""
-    rng = np.random.default_rng(draw(seeds))
-    batch_size, t_q, n_heads, d_head = (draw(st.integers(1, 3)) for _ in range(4))
-    cross = draw(st.booleans())
-    t_k = draw(st.integers(1, 5)) if cross else t_q
-    lengths = rng.integers(1, t_k + 1, size=batch_size)  # every sequence keeps a key
-    mask = padding_mask(lengths, t_k)  # (B, 1, T_k)
-    if draw(st.booleans()):
-        mask = combine_masks(mask, causal_mask(t_q, t_k))  # (B, T_q, T_k)
-    d_model = n_heads * d_head
-    x_q = rng.normal(size=(batch_size, t_q, d_model))
-    return {
-        "rng": rng,
-        "n_heads": n_heads,
-        "x_q": x_q,
-        "x_kv": rng.normal(size=(batch_size, t_k, d_model)) if cross else x_q,
-        "mask": mask,
-        "lengths": lengths,
-        "bias": draw(st.booleans()),
-    }
-
-
-def random_params(d_model: int, rng: np.random.Generator, *, bias: bool) -> MultiHeadParams:
-    weights = [rng.normal(size=(d_model, d_model)) / np.sqrt(d_model) for _ in range(4)]
-    biases = [rng.normal(size=d_model) if bias else None for _ in range(4)]
-    return MultiHeadParams(*weights, *biases)
 
 
 # --- The whole model ------------------------------------------------------------------------
