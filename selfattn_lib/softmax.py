@@ -49,6 +49,31 @@ def softmax(x: ArrayLike, axis: int = -1, temperature: float = 1.0) -> np.ndarra
     return softmax_in_place(x.copy(), axis, temperature)  # x itself is never written to
 
 
+def log_sum_exp(x: ArrayLike, axis: int = -1) -> np.ndarray:
+    """``log Σ_j exp(x_j)`` along ``axis``, computed without overflow or underflow.
+
+    It is the log of softmax's denominator: ``softmax(x) = exp(x − log_sum_exp(x))``. The
+    largest entry ``m`` is taken out first, ``m + log Σ_j exp(x_j − m)``, so every exponent is
+    at most 0 and the sum is at least 1.
+
+    Shapes
+    ------
+    ``x``: any shape with at least one axis → ``x``'s shape without ``axis``.
+
+    Examples
+    --------
+    >>> log_sum_exp([1000.0, 1000.0]).round(4)  # np.log(np.exp(...).sum()) gives inf
+    np.float64(1000.6931)
+    """
+    x = as_float_array("x", x)
+    if x.ndim == 0:
+        raise ValueError(f"log_sum_exp needs at least one axis: x has shape {x.shape}")
+    axis = check_axis(axis, "x", x)
+    largest = x.max(axis=axis, keepdims=True)
+    total = np.exp(x - largest).sum(axis=axis, keepdims=True)  # at least 1
+    return np.squeeze(largest + np.log(total), axis=axis)
+
+
 def softmax_in_place(scores: np.ndarray, axis: int = -1, temperature: float = 1.0) -> np.ndarray:
     """:func:`softmax` of an array the caller owns and has checked, written into it.
 

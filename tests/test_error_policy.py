@@ -58,6 +58,7 @@ CASES: dict[str, Case] = {
         {"measure": "angle"},
     ),
     "softmax.softmax": (lambda: {"x": X}, {"axis": 1.5}, {"temperature": 0.0}),
+    "softmax.log_sum_exp": (lambda: {"x": X}, {"x": "x"}, {"axis": 3}),
     "softmax.softmax_in_place": (lambda: {"scores": X.copy()}, {"temperature": "1"}, {"axis": 5}),
     "attention.simple_self_attention": (lambda: {"x": X}, {"x": "x"}, {"x": X[0, 0]}),
     "attention.attention_scores": (lambda: {"q": X, "k": X}, {"scale": "1"}, {"scale": -1.0}),

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from strategies import PROPERTY_SETTINGS, finite_floats, float_arrays
 
-from selfattn_lib.softmax import softmax, softmax_in_place
+from selfattn_lib.softmax import log_sum_exp, softmax, softmax_in_place
 
 torch = pytest.importorskip("torch")
 
@@ -210,3 +210,23 @@ def test_in_place_gives_masked_keys_and_empty_rows_zeros():
     weights = softmax_in_place(scores)
     assert weights.dtype == np.float32
     np.testing.assert_array_equal(weights, [[0.5, 0.0, 0.5], [0.0, 0.0, 0.0]])
+
+
+@PROPERTY_SETTINGS
+@given(x=float_arrays(bound=1e3), data=st.data())
+def test_log_sum_exp_is_the_log_of_softmaxs_denominator(x, data):
+    axis = data.draw(st.integers(-x.ndim, x.ndim - 1))
+    lse = log_sum_exp(x, axis=axis)
+    assert lse.shape == tuple(np.delete(np.array(x.shape, dtype=int), axis % x.ndim))
+    assert np.isfinite(lse).all()
+    with np.errstate(under="ignore"):
+        rebuilt = np.exp(x - np.expand_dims(lse, axis))
+    assert np.allclose(rebuilt, softmax(x, axis=axis), atol=1e-12)
+
+
+def test_log_sum_exp_equals_torch_and_survives_large_and_small_scores():
+    torch = pytest.importorskip("torch")
+    x = np.array([[1000.0, 1000.0, -5.0], [-1000.0, -1000.0, -1001.0]])
+    expected = torch.logsumexp(torch.from_numpy(x), dim=-1).numpy()
+    assert np.allclose(log_sum_exp(x), expected, rtol=1e-12)
+    assert np.allclose(log_sum_exp(x, axis=0), torch.logsumexp(torch.from_numpy(x), 0).numpy())
