@@ -17,17 +17,19 @@ def check_score_scale(score_scale: Callable[..., Any]) -> kit.Feedback:
     Expected signature: ``score_scale(d_k: int, entry_variance: float, target_variance: float)
     -> float``. Queries and keys have ``d_k`` independent zero-mean entries of variance
     ``entry_variance`` (s²); the function returns the positive factor ``c`` for which the
-    scores ``c · q·k`` have variance ``target_variance`` (σ²), that is
-    ``c = σ / (s² √d_k)``, because ``Var(q·k) = d_k s⁴``.
+    scores ``c · q·k`` have variance ``target_variance`` (σ²). With s² = σ² = 1 it is the
+    Transformer's scale.
+
+    Shapes
+    ------
+    ``d_k``, ``entry_variance``, ``target_variance``: numbers → one positive number.
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    A function that forgets its ``return`` gets the standard reminder:
 
-    >>> def score_scale(*args):
-    ...     raise NotImplementedError
-    >>> check_score_scale(score_scale).attempted
-    False
+    >>> check_score_scale(lambda d_k, entry_variance, target_variance: None)
+    ✘ Not yet. score_scale(64, 1, 1) returned None: did you forget the `return` statement?
     """
     name = kit.name_of(score_scale, "score_scale")
     cases = ((64, 1.0, 1.0), (16, 4.0, 1.0), (100, 0.25, 4.0), (9, 2.0, 9.0))
@@ -89,26 +91,26 @@ def check_score_scale(score_scale: Callable[..., Any]) -> kit.Feedback:
     return kit.run_checks(checks)
 
 
-def _ch5_softmax(scores: np.ndarray) -> np.ndarray:
-    return softmax.softmax(np.asarray(scores, dtype=np.float64))
-
-
 def check_softmax_jacobian(softmax_jacobian: Callable[[np.ndarray], Any]) -> kit.Feedback:
     """Check the learner's Jacobian of softmax (chapter 5, exercise 2).
 
     Expected signature: ``softmax_jacobian(scores: np.ndarray) -> np.ndarray`` for one row
-    of scores of shape ``(n,)``, returning the ``(n, n)`` matrix ``J[i, j] = ∂w_i / ∂z_j =
-    w_i (δ_ij − w_j)``, that is ``diag(w) − w wᵀ`` with ``w = softmax(z)``, computed without
-    overflow for large scores.
+    of scores ``z``, returning the matrix ``J[i, j] = ∂w_i / ∂z_j = w_i (δ_ij − w_j)`` with
+    ``w = softmax(z)``, computed without overflow for scores around 1000 and without changing
+    ``scores``.
+
+    Shapes
+    ------
+    ``scores``: ``(n,)`` → ``(n, n)``: row ``i`` belongs to weight ``w_i``, column ``j`` to
+    score ``z_j``.
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    A function that forgets its ``return`` gets the standard reminder:
 
-    >>> def softmax_jacobian(*args):
-    ...     raise NotImplementedError
-    >>> check_softmax_jacobian(softmax_jacobian).attempted
-    False
+    >>> check_softmax_jacobian(lambda scores: None)
+    ✘ Not yet. softmax_jacobian([1.0, 2.0, 3.0]) returned None: did you forget the `return`
+    statement?
     """
     name = kit.name_of(softmax_jacobian, "softmax_jacobian")
     cases = (
@@ -155,7 +157,7 @@ def check_softmax_jacobian(softmax_jacobian: Callable[[np.ndarray], Any]) -> kit
     def checks() -> str:
         for z in cases:
             what = f"{name}({kit.show(z)})"
-            w = _ch5_softmax(z)
+            w = softmax.softmax(z)  # (n,)
             expected = np.diag(w) - np.outer(w, w)
             result = kit.call_on_copy(softmax_jacobian, z)
             kit.explain_non_finite(
@@ -216,14 +218,21 @@ def check_saturation_dimension(saturation_dimension: Callable[..., Any]) -> kit.
     correct search passes by ``d_k = 64`` and never computes anything beyond ``d_k = 1024``
     itself; how far a wrong search runs is set by the learner's own loop.
 
+    Shapes
+    ------
+    For each ``d_k``: queries ``(2000, d_k)``, keys ``(2000, n_keys, d_k)``, scores and
+    weights ``(2000, n_keys)``, largest weights ``(2000,)``; the result is one ``d_k`` (an
+    int) or ``None``.
+
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    ``None`` is a possible answer, so a function that returns it is told what it implies:
 
-    >>> def saturation_dimension(*args):
-    ...     raise NotImplementedError
-    >>> check_saturation_dimension(saturation_dimension).attempted
-    False
+    >>> check_saturation_dimension(lambda n_keys, threshold, rng: None)
+    ✘ Not yet. saturation_dimension(8, 0.75, rng) returned None, as if no d_k up to 1024 made
+    the median top weight exceed 0.75. Use the UNSCALED scores q·k (divided by √d_k they never
+    saturate), the LARGEST weight of each query (max over the keys), and return the d_k you
+    found
     """
     name = kit.name_of(saturation_dimension, "saturation_dimension")
     cases = ((8, 0.75), (8, 0.95), (2, 0.99))

@@ -14,20 +14,23 @@ from selfattn_lib.exercises import _kit as kit
 def check_look_back_mask(look_back_mask: Callable[[int, int], Any]) -> kit.Feedback:
     """Check the learner's sliding-window causal mask (chapter 6, exercise 1).
 
-    Expected signature: ``look_back_mask(t: int, window: int) -> np.ndarray`` of shape
-    ``(T, T)`` and dtype bool, ``True`` where query ``i`` may attend key ``j``: the key is not
-    in the future and at most ``window - 1`` positions back, ``i - window < j <= i``. So every
-    query sees ``window`` keys (fewer at the start), itself included; ``window >= T`` gives the
-    ordinary causal mask.
+    Expected signature: ``look_back_mask(t: int, window: int) -> np.ndarray``, a boolean mask
+    with ``True`` where query ``i`` may attend key ``j``: the key is not in the future and at
+    most ``window - 1`` positions back, ``i - window < j <= i``. So every query sees
+    ``window`` keys (fewer at the start), itself included; ``window >= t`` gives the ordinary
+    causal mask.
+
+    Shapes
+    ------
+    → ``(T, T)`` = ``(T_q, T_k)`` with ``T = t``, dtype bool: rows are queries, columns keys.
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    A function that forgets its ``return`` gets the standard reminder:
 
-    >>> def look_back_mask(*args):
-    ...     raise NotImplementedError
-    >>> check_look_back_mask(look_back_mask).attempted
-    False
+    >>> check_look_back_mask(lambda t, window: None)
+    ✘ Not yet. look_back_mask(5, window=2) returned None: did you forget the `return`
+    statement?
     """
     name = kit.name_of(look_back_mask, "look_back_mask")
 
@@ -87,19 +90,23 @@ def check_look_back_mask(look_back_mask: Callable[[int, int], Any]) -> kit.Feedb
 def check_left_padding_mask(left_padding_mask: Callable[[np.ndarray, int], Any]) -> kit.Feedback:
     """Check the learner's mask for a left-padded batch (chapter 6, exercise 2).
 
-    Expected signature: ``left_padding_mask(lengths: np.ndarray, max_len: int) -> np.ndarray``
-    of shape ``(B, 1, T_k)`` (``T_k = max_len``) and dtype bool. Sequence ``b`` is padded at
-    the START: its ``lengths[b]`` real tokens are the LAST positions, so the mask is ``True``
-    at positions ``j >= max_len - lengths[b]`` and ``False`` on the padding before them.
+    Expected signature: ``left_padding_mask(lengths: np.ndarray, max_len: int) ->
+    np.ndarray``, a boolean mask of a batch padded at the START: sequence ``b``'s
+    ``lengths[b]`` real tokens are its LAST positions, so the mask is ``True`` on them and
+    ``False`` on the padding in front of them.
+
+    Shapes
+    ------
+    ``lengths``: ``(B,)`` → ``(B, 1, T_k)`` with ``T_k = max_len``, dtype bool: the axis of
+    size 1 broadcasts over the queries of the ``(B, T_q, T_k)`` scores.
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    A function that forgets its ``return`` gets the standard reminder:
 
-    >>> def left_padding_mask(*args):
-    ...     raise NotImplementedError
-    >>> check_left_padding_mask(left_padding_mask).attempted
-    False
+    >>> check_left_padding_mask(lambda lengths, max_len: None)
+    ✘ Not yet. left_padding_mask([3, 1, 5], max_len=5) returned None: did you forget the
+    `return` statement?
     """
     name = kit.name_of(left_padding_mask, "left_padding_mask")
 
@@ -164,29 +171,27 @@ def check_left_padding_mask(left_padding_mask: Callable[[np.ndarray, int], Any])
     return kit.run_checks(checks)
 
 
-def _ch6_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray):
-    """Reference masked attention: weights and output, zeros for fully masked rows."""
-    return attention.scaled_dot_product_attention(q, k, v, mask=mask)
-
-
 def check_masked_attention(masked_attention: Callable[..., Any]) -> kit.Feedback:
     """Check the learner's masked scaled dot-product attention (chapter 6, exercise 3).
 
-    Expected signature: ``masked_attention(q, k, v, mask) -> (output, weights)`` with ``q``
-    ``(B, T_q, D_k)``, ``k`` ``(B, T_k, D_k)``, ``v`` ``(B, T_k, D_v)`` and a boolean ``mask``
-    (``True`` = may attend) that broadcasts to ``(B, T_q, T_k)``; ``output`` is
-    ``(B, T_q, D_v)`` and ``weights`` ``(B, T_q, T_k)``. Masked keys get weight exactly 0 and a
-    query that may attend to nothing gets zero weights and a zero output (not NaN, not
-    uniform weights).
+    Expected signature: ``masked_attention(q, k, v, mask) -> (output, weights)`` with a
+    boolean ``mask`` (``True`` = may attend). Masked keys get weight exactly 0, and a query
+    that may attend to nothing gets zero weights and a zero output (not NaN, not uniform
+    weights).
+
+    Shapes
+    ------
+    ``q``: ``(B, T_q, D_k)``, ``k``: ``(B, T_k, D_k)``, ``v``: ``(B, T_k, D_v)``, ``mask``:
+    broadcastable to ``(B, T_q, T_k)`` → ``output``: ``(B, T_q, D_v)``, ``weights``:
+    ``(B, T_q, T_k)``.
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    A function that forgets its ``return`` gets the standard reminder:
 
-    >>> def masked_attention(*args):
-    ...     raise NotImplementedError
-    >>> check_masked_attention(masked_attention).attempted
-    False
+    >>> check_masked_attention(lambda q, k, v, mask: None)
+    ✘ Not yet. masked_attention(q, k, v, mask of all True) returned None: did you forget the
+    `return` statement?
     """
     name = kit.name_of(masked_attention, "masked_attention")
     rng = np.random.default_rng(6)
@@ -200,15 +205,13 @@ def check_masked_attention(masked_attention: Callable[..., Any]) -> kit.Feedback
     masked[1, 0] = False  # a query that may look at nothing
 
     def check_one(mask: np.ndarray, what: str) -> None:
-        expected_out, expected_w = _ch6_attention(q, k, v, np.broadcast_to(mask, plain.shape))
+        allowed = np.broadcast_to(mask, plain.shape)  # (B, T_q, T_k)
+        # Fully masked rows get zero weights and a zero output.
+        expected_out, expected_w = attention.scaled_dot_product_attention(q, k, v, mask=allowed)
         result = kit.call_quietly(masked_attention, q.copy(), k.copy(), v.copy(), mask.copy())
-        if not isinstance(result, tuple) or len(result) != 2:
-            raise kit.Mistake(
-                f"{what} must return a pair (output, weights), got {type(result).__name__}"
-            )
-        out_raw, w_raw = result
+        out_raw, w_raw = kit.as_tuple(result, 2, what, "a pair (output, weights)")
         w_values = kit.values_like(w_raw, expected_w)
-        empty = ~np.broadcast_to(mask, plain.shape).any(axis=-1)  # (B, T_q)
+        empty = ~allowed.any(axis=-1)  # (B, T_q)
         if w_values is not None and np.isnan(w_values).any():
             if empty.any() and np.isnan(w_values[empty]).all():
                 raise kit.Mistake(
@@ -218,7 +221,6 @@ def check_masked_attention(masked_attention: Callable[..., Any]) -> kit.Feedback
                     "is positive)"
                 )
         w = kit.as_result_array(w_raw, expected_w, f"the weights of {what}")
-        allowed = np.broadcast_to(mask, plain.shape)
         if empty.any() and np.allclose(w[empty], 1 / w.shape[-1]):
             raise kit.Mistake(
                 f"in {what} query 0 of sequence 1 may attend to nothing, yet it got the "
@@ -272,20 +274,23 @@ def check_mha_attn_mask(mha_attn_mask: Callable[[np.ndarray, int], Any]) -> kit.
     """Check the learner's conversion to ``nn.MultiheadAttention``'s mask (chapter 6, ex. 4).
 
     Expected signature: ``mha_attn_mask(mask: np.ndarray, n_heads: int) -> np.ndarray``. The
-    input is this course's boolean mask of shape ``(B, T_q, T_k)`` (``True`` = may attend); the
-    result is the boolean ``attn_mask`` that ``torch.nn.MultiheadAttention`` accepts for
-    per-sequence masks: shape ``(B * H, T_q, T_k)``, ``True`` = IGNORE, with the ``H`` copies
-    of sequence ``b``'s mask at rows ``b * H, …, b * H + H - 1`` (batch-major, as PyTorch
-    reshapes ``(B, H, …)`` into ``(B * H, …)``).
+    input is this course's boolean mask (``True`` = may attend); the result is the boolean
+    ``attn_mask`` that ``torch.nn.MultiheadAttention`` accepts for per-sequence masks:
+    ``True`` = IGNORE, one copy per head, with the ``H`` copies of sequence ``b``'s mask at
+    rows ``b * H, …, b * H + H - 1`` (batch-major, as PyTorch reshapes ``(B, H, …)`` into
+    ``(B * H, …)``).
+
+    Shapes
+    ------
+    ``mask``: ``(B, T_q, T_k)`` → ``(B * H, T_q, T_k)`` with ``H = n_heads``, dtype bool.
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    A function that forgets its ``return`` gets the standard reminder:
 
-    >>> def mha_attn_mask(*args):
-    ...     raise NotImplementedError
-    >>> check_mha_attn_mask(mha_attn_mask).attempted
-    False
+    >>> check_mha_attn_mask(lambda mask, n_heads: None)
+    ✘ Not yet. mha_attn_mask(mask of shape (2, 3, 4), n_heads=3) returned None: did you forget
+    the `return` statement?
     """
     name = kit.name_of(mha_attn_mask, "mha_attn_mask")
     causal = np.tril(np.ones((3, 4), dtype=bool), k=1)  # (T_q, T_k)

@@ -26,20 +26,22 @@ def _ch7_where(number: float, n_tokens: int, d_model: int) -> str:
 def check_split_heads(split_heads: Callable[[np.ndarray, int], Any]) -> kit.Feedback:
     """Check the learner's split into heads (chapter 7, exercise 1).
 
-    Expected signature: ``split_heads(x: np.ndarray, n_heads: int) -> np.ndarray`` taking
-    ``x`` of shape ``(B, T, D)`` to ``(B, H, T, D_h)`` with ``D_h = D / H``: head ``h`` of
-    token ``t`` holds features ``h·D_h … (h+1)·D_h − 1`` of token ``t``. The checker feeds
-    arrays whose entries are their own positions, so it can say which feature of which token
-    ended up where.
+    Expected signature: ``split_heads(x: np.ndarray, n_heads: int) -> np.ndarray``: head
+    ``h`` of token ``t`` holds features ``h·D_h … (h+1)·D_h − 1`` of token ``t``. The checker
+    feeds arrays whose entries are their own positions, so it can say which feature of which
+    token ended up where.
+
+    Shapes
+    ------
+    ``x``: ``(B, T, D)`` → ``(B, H, T, D_h)`` with ``H = n_heads`` and ``D_h = D / H``.
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    A function that forgets its ``return`` gets the standard reminder:
 
-    >>> def split_heads(*args):
-    ...     raise NotImplementedError
-    >>> check_split_heads(split_heads).attempted
-    False
+    >>> check_split_heads(lambda x, n_heads: None)
+    ✘ Not yet. split_heads(x of shape (2, 4, 6), n_heads=2) returned None: did you forget the
+    `return` statement?
     """
     name = kit.name_of(split_heads, "split_heads")
     cases = (((2, 4, 6), 2), ((1, 3, 8), 4), ((2, 2, 6), 3), ((1, 3, 4), 1))
@@ -107,18 +109,21 @@ def check_split_heads(split_heads: Callable[[np.ndarray, int], Any]) -> kit.Feed
 def check_merge_heads(merge_heads: Callable[[np.ndarray], Any]) -> kit.Feedback:
     """Check the learner's merge of the heads (chapter 7, exercise 2).
 
-    Expected signature: ``merge_heads(heads: np.ndarray) -> np.ndarray`` taking ``(B, H, T,
-    D_h)`` to ``(B, T, D)`` with ``D = H·D_h``: token ``t`` gets the outputs of heads
-    ``0, 1, …, H − 1`` one after the other; ``merge_heads(split_heads(x, H))`` is ``x``.
+    Expected signature: ``merge_heads(heads: np.ndarray) -> np.ndarray``: token ``t`` gets
+    the outputs of heads ``0, 1, …, H − 1`` one after the other, so that
+    ``merge_heads(split_heads(x, H))`` is ``x``.
+
+    Shapes
+    ------
+    ``heads``: ``(B, H, T, D_h)`` → ``(B, T, D)`` with ``D = H·D_h``.
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    A function that forgets its ``return`` gets the standard reminder:
 
-    >>> def merge_heads(*args):
-    ...     raise NotImplementedError
-    >>> check_merge_heads(merge_heads).attempted
-    False
+    >>> check_merge_heads(lambda heads: None)
+    ✘ Not yet. merge_heads(heads of shape (2, 2, 4, 3)) returned None: did you forget the
+    `return` statement?
     """
     name = kit.name_of(merge_heads, "merge_heads")
     cases = (((2, 4, 6), 2), ((1, 3, 8), 4), ((2, 2, 6), 3), ((1, 3, 4), 1))
@@ -173,18 +178,21 @@ def check_mha_parameter_count(mha_parameter_count: Callable[..., Any]) -> kit.Fe
     """Check the learner's parameter count of a multi-head layer (chapter 7, exercise 3).
 
     Expected signature: ``mha_parameter_count(d_model: int, n_heads: int, bias: bool) -> int``:
-    the number of trainable numbers in ``W_Q, W_K, W_V, W_O`` (each ``D × D``) and, when
-    ``bias`` is true, their biases (each ``D``): ``4 D² + 4 D`` or ``4 D²``, whatever
-    ``n_heads``.
+    the number of trainable numbers in the projections ``W_Q, W_K, W_V, W_O`` of a
+    multi-head attention layer with ``D = d_model`` and ``H = n_heads`` and, when ``bias`` is
+    true, in their biases.
+
+    Shapes
+    ------
+    ``d_model``, ``n_heads``: whole numbers, ``bias``: a bool → one whole number.
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    A function that forgets its ``return`` gets the standard reminder:
 
-    >>> def mha_parameter_count(*args):
-    ...     raise NotImplementedError
-    >>> check_mha_parameter_count(mha_parameter_count).attempted
-    False
+    >>> check_mha_parameter_count(lambda d_model, n_heads, bias: None)
+    ✘ Not yet. mha_parameter_count(512, 8, bias=True) returned None: did you forget the
+    `return` statement?
     """
     name = kit.name_of(mha_parameter_count, "mha_parameter_count")
     cases = ((512, 8, True), (512, 8, False), (512, 1, True), (64, 4, True), (6, 3, False))
@@ -253,20 +261,18 @@ def check_mha_parameter_count(mha_parameter_count: Callable[..., Any]) -> kit.Fe
     return kit.run_checks(checks)
 
 
-def _ch7_case(seed: int) -> tuple[np.ndarray, Any]:
+def _ch7_case(seed: int) -> tuple[np.ndarray, multihead.MultiHeadParams]:
     """Inputs ``x`` ``(B, T, D) = (5, 4, 6)`` and parameters with non-zero biases."""
-    from selfattn_lib.multihead import MultiHeadParams
-
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(5, 4, 6))
     weights = [rng.normal(scale=0.7, size=(6, 6)) for _ in range(4)]
     biases = [rng.normal(scale=0.5, size=6) for _ in range(4)]
-    return x, MultiHeadParams(*weights, *biases)
+    return x, multihead.MultiHeadParams(*weights, *biases)
 
 
 def _ch7_weights(
     x: np.ndarray,
-    params: Any,
+    params: multihead.MultiHeadParams,
     n_heads: int,
     *,
     scale: float | None = None,
@@ -285,20 +291,23 @@ def _ch7_weights(
 def check_head_weights(head_weights: Callable[..., Any]) -> kit.Feedback:
     """Check the learner's per-head attention weights (chapter 7, exercise 4).
 
-    Expected signature: ``head_weights(x, params, n_heads) -> np.ndarray`` with ``x`` of shape
-    ``(B, T, D)`` and a :class:`~selfattn_lib.multihead.MultiHeadParams` ``params`` (biases
-    included); the result is the ``(B, H, T, T)`` array of every head's self-attention
-    weights, ``softmax(Q_h K_hᵀ / √D_h)`` with ``Q_h = x W_Q[:, h-th block] + b_Q[h-th
-    block]`` and likewise ``K_h``.
+    Expected signature: ``head_weights(x, params, n_heads) -> np.ndarray`` with a
+    :class:`~selfattn_lib.multihead.MultiHeadParams` ``params`` (biases included): every
+    head's self-attention weights, ``softmax(Q_h K_hᵀ / √D_h)`` with ``Q_h = x W_Q[:, h-th
+    block] + b_Q[h-th block]`` and likewise ``K_h``.
+
+    Shapes
+    ------
+    ``x``: ``(B, T, D)``; ``params.w_q``, ``params.w_k``: ``(D, D)``; ``params.b_q``,
+    ``params.b_k``: ``(D,)`` → ``(B, H, T_q, T_k)`` with ``T_q = T_k = T``.
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    A function that forgets its ``return`` gets the standard reminder:
 
-    >>> def head_weights(*args):
-    ...     raise NotImplementedError
-    >>> check_head_weights(head_weights).attempted
-    False
+    >>> check_head_weights(lambda x, params, n_heads: None)
+    ✘ Not yet. head_weights(x of shape (5, 4, 6), params, n_heads=2) returned None: did you
+    forget the `return` statement?
     """
     name = kit.name_of(head_weights, "head_weights")
 
@@ -386,7 +395,9 @@ def check_head_weights(head_weights: Callable[..., Any]) -> kit.Feedback:
     return kit.run_checks(checks)
 
 
-def _ch7_contributions(x: np.ndarray, params: Any, n_heads: int) -> np.ndarray:
+def _ch7_contributions(
+    x: np.ndarray, params: multihead.MultiHeadParams, n_heads: int
+) -> np.ndarray:
     """``(B, H, T, D)``: head h's output times its block of rows of ``W_O`` (no ``b_o``)."""
     weights = multihead.multi_head_attention(x, x, params, n_heads)[1]  # (B, H, T, T)
     values = multihead.split_heads(x @ params.w_v + params.b_v, n_heads)  # (B, H, T, D_h)
@@ -399,20 +410,23 @@ def _ch7_contributions(x: np.ndarray, params: Any, n_heads: int) -> np.ndarray:
 def check_head_contributions(head_contributions: Callable[..., Any]) -> kit.Feedback:
     """Check the learner's split of the output into the heads' shares (chapter 7, exercise 5).
 
-    Expected signature: ``head_contributions(x, params, n_heads) -> np.ndarray`` with ``x``
-    ``(B, T, D)`` and :class:`~selfattn_lib.multihead.MultiHeadParams` ``params``; the result
-    has shape ``(B, H, T, D)``: entry ``[:, h]`` is ``head_h W_O^(h)``, head ``h``'s output
-    ``(B, T, D_h)`` times rows ``h·D_h … (h+1)·D_h − 1`` of ``W_O``. Without the bias ``b_o``,
-    so that the sum over heads plus ``b_o`` is the layer's output.
+    Expected signature: ``head_contributions(x, params, n_heads) -> np.ndarray`` with a
+    :class:`~selfattn_lib.multihead.MultiHeadParams` ``params``: entry ``[:, h]`` is
+    ``head_h W_O^(h)``, head ``h``'s output times rows ``h·D_h … (h+1)·D_h − 1`` of ``W_O``.
+    Without the bias ``b_o``, so that the sum over heads plus ``b_o`` is the layer's output.
+
+    Shapes
+    ------
+    ``x``: ``(B, T, D)``; head ``h``'s output: ``(B, T, D_h)``; its rows of ``W_O``:
+    ``(D_h, D)`` → ``(B, H, T, D)``.
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    A function that forgets its ``return`` gets the standard reminder:
 
-    >>> def head_contributions(*args):
-    ...     raise NotImplementedError
-    >>> check_head_contributions(head_contributions).attempted
-    False
+    >>> check_head_contributions(lambda x, params, n_heads: None)
+    ✘ Not yet. head_contributions(x of shape (5, 4, 6), params, n_heads=2) returned None: did
+    you forget the `return` statement?
     """
     name = kit.name_of(head_contributions, "head_contributions")
 
@@ -437,21 +451,25 @@ def check_head_contributions(head_contributions: Callable[..., Any]) -> kit.Feed
         got = kit.as_result_array(got, expected, what)
         if np.allclose(got, expected, atol=1e-8):
             return
-        if np.allclose(got, expected + params.b_o, atol=1e-8):
-            raise kit.Mistake(
-                f"{what} adds b_o to every head, so the heads' shares sum to the output plus "
-                f"{n_heads - 1} extra b_o. The bias belongs to no head: leave it out"
-            )
-        if np.allclose(got, expected + params.b_o / n_heads, atol=1e-8):
-            raise kit.Mistake(
-                f"{what} gives every head b_o / H. That sums correctly, but the bias belongs "
-                "to no head: leave it out (the shares then sum to the output minus b_o)"
-            )
-        if np.allclose(got, np.broadcast_to((output - params.b_o)[:, None] / n_heads, got.shape)):
-            raise kit.Mistake(
-                f"{what} splits the output evenly, (output - b_o) / H for every head. Each head "
-                "contributes its own output times its own rows of W_O, which are not equal"
-            )
+        mistakes = [
+            (
+                expected + params.b_o,
+                "adds b_o to every head, so the heads' shares sum to the output plus "
+                f"{n_heads - 1} extra b_o. The bias belongs to no head: leave it out",
+            ),
+            (
+                expected + params.b_o / n_heads,
+                "gives every head b_o / H. That sums correctly, but the bias belongs to no "
+                "head: leave it out (the shares then sum to the output minus b_o)",
+            ),
+            (
+                np.broadcast_to((output - params.b_o)[:, None] / n_heads, expected.shape),
+                "splits the output evenly, (output - b_o) / H for every head. Each head "
+                "contributes its own output times its own rows of W_O, which are not equal",
+            ),
+        ]
+        if kit.match_known_mistakes(got, expected, mistakes, what, joiner=" "):
+            return
         if np.allclose(got.sum(axis=1), output - params.b_o, atol=1e-8):
             raise kit.Mistake(
                 f"the shares of {what} sum to the output (minus b_o), but are not the heads' "
