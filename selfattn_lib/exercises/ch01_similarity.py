@@ -86,12 +86,10 @@ def check_dot_product(dot_product: Callable[..., Any]) -> kit.Feedback:
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    A function that forgets its ``return`` gets the standard reminder:
 
-    >>> def dot_product(*args):
-    ...     raise NotImplementedError
-    >>> check_dot_product(dot_product).attempted
-    False
+    >>> check_dot_product(lambda a, b: None)
+    ✘ Not yet. dot_product(a, b) returned None: did you forget the `return` statement?
     """
 
     name = kit.name_of(dot_product, "dot_product")
@@ -156,12 +154,10 @@ def check_cosine_similarity(cosine_similarity: Callable[..., Any]) -> kit.Feedba
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    A function that forgets its ``return`` gets the standard reminder:
 
-    >>> def cosine_similarity(*args):
-    ...     raise NotImplementedError
-    >>> check_cosine_similarity(cosine_similarity).attempted
-    False
+    >>> check_cosine_similarity(lambda a, b: None)
+    ✘ Not yet. cosine_similarity(a, b) returned None: did you forget the `return` statement?
     """
     import warnings
 
@@ -237,12 +233,11 @@ def check_cosine_similarity_matrix(cosine_similarity_matrix: Callable[..., Any])
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    A function that forgets its ``return`` gets the standard reminder:
 
-    >>> def cosine_similarity_matrix(*args):
-    ...     raise NotImplementedError
-    >>> check_cosine_similarity_matrix(cosine_similarity_matrix).attempted
-    False
+    >>> check_cosine_similarity_matrix(lambda x, y: None)
+    ✘ Not yet. cosine_similarity_matrix(x, y) returned None: did you forget the `return`
+    statement?
     """
 
     name = kit.name_of(cosine_similarity_matrix, "cosine_similarity_matrix")
@@ -350,12 +345,10 @@ def check_nearest_neighbour(nearest_neighbour: Callable[..., Any]) -> kit.Feedba
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    The answer must be a word, so a function that forgets its ``return`` is told what to return:
 
-    >>> def nearest_neighbour(*args):
-    ...     raise NotImplementedError
-    >>> check_nearest_neighbour(nearest_neighbour).attempted
-    False
+    >>> check_nearest_neighbour(lambda word, words, vectors: None)
+    ✘ Not yet. nearest_neighbour('dog', words, vectors) must return a word (a str), got NoneType
     """
     from selfattn_lib import embeddings
 

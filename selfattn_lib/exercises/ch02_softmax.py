@@ -19,18 +19,21 @@ def check_weights_after_scaling(weights_after_scaling: Callable[..., Any]) -> ki
     """Check the learner's prediction of softmax(factor * z) from softmax(z) (ch. 2, ex. 1).
 
     Expected signature: ``weights_after_scaling(weights: np.ndarray, factor: float) ->
-    np.ndarray``, where ``weights = softmax(z)`` has shape ``(n,)`` and the scores ``z`` are
-    not given. The result is ``softmax(factor * z)``, which is ``weights**factor`` divided by
-    its sum (each ratio of two weights is raised to the power ``factor``).
+    np.ndarray``, where ``weights = softmax(z)`` are the weights of scores ``z`` that are not
+    given. The result is ``softmax(factor * z)``, the weights of the same scores multiplied by
+    ``factor``, predicted from ``weights`` and ``factor`` alone.
+
+    Shapes
+    ------
+    ``weights``: ``(n,)``, ``factor``: a number → ``(n,)``.
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    A function that forgets its ``return`` gets the standard reminder:
 
-    >>> def weights_after_scaling(*args):
-    ...     raise NotImplementedError
-    >>> check_weights_after_scaling(weights_after_scaling).attempted
-    False
+    >>> check_weights_after_scaling(lambda weights, factor: None)
+    ✘ Not yet. weights_after_scaling([0.09, 0.2447, 0.6652], 2) returned None: did you forget
+    the `return` statement?
     """
     name = kit.name_of(weights_after_scaling, "weights_after_scaling")
     cases = (
@@ -100,19 +103,21 @@ def check_temperature_for_top_weight(
     """Check the learner's search for a temperature (chapter 2, exercise 2).
 
     Expected signature: ``temperature_for_top_weight(scores: np.ndarray, target: float) ->
-    float`` for scores of shape ``(n,)`` with one largest score and ``1/n < target < 1``. It
-    returns the temperature ``τ > 0`` at which the largest weight of
-    ``softmax(scores / τ)`` equals ``target``; the checker accepts a top weight within
-    ``1e-6`` of the target.
+    float`` for scores with one largest score and ``1/n < target < 1``. It returns the
+    temperature ``τ > 0`` at which the largest weight of ``softmax(scores / τ)`` equals
+    ``target``; the checker accepts a top weight within ``1e-6`` of the target.
+
+    Shapes
+    ------
+    ``scores``: ``(n,)``, ``target``: a number → one positive number.
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    A function that forgets its ``return`` gets the standard reminder:
 
-    >>> def temperature_for_top_weight(*args):
-    ...     raise NotImplementedError
-    >>> check_temperature_for_top_weight(temperature_for_top_weight).attempted
-    False
+    >>> check_temperature_for_top_weight(lambda scores, target: None)
+    ✘ Not yet. temperature_for_top_weight([2.0, 1.0, 0.0], 0.9) returned None: did you forget
+    the `return` statement?
     """
     name = kit.name_of(temperature_for_top_weight, "temperature_for_top_weight")
     cases = (
@@ -210,19 +215,23 @@ def _masked_scores() -> np.ndarray:
 def check_masked_softmax(masked_softmax: Callable[[np.ndarray], Any]) -> kit.Feedback:
     """Check the learner's softmax over the keys of masked scores (chapter 2, exercise 3).
 
-    Expected signature: ``masked_softmax(scores: np.ndarray) -> np.ndarray`` for scores of
-    shape ``(B, T_q, T_k)`` in which masked entries are ``-inf``. It returns weights of the
-    same shape: a stable softmax along ``axis=-1`` (the keys), weight exactly 0 for a masked
-    key, and all zeros, not NaN, for a row in which every key is masked.
+    Expected signature: ``masked_softmax(scores: np.ndarray) -> np.ndarray`` for scores in which
+    masked entries are ``-inf``. It returns the weights of a stable softmax over the keys
+    (the last axis): weight exactly 0 for a masked key, and all zeros, not NaN, for a row in
+    which every key is masked.
+
+    Shapes
+    ------
+    ``scores``: ``(B, T_q, T_k)`` → ``(B, T_q, T_k)``: row ``[b, i]`` holds query ``i``'s
+    weights over the keys.
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    A function that forgets its ``return`` gets the standard reminder:
 
-    >>> def masked_softmax(*args):
-    ...     raise NotImplementedError
-    >>> check_masked_softmax(masked_softmax).attempted
-    False
+    >>> check_masked_softmax(lambda scores: None)
+    ✘ Not yet. masked_softmax(scores without a mask) returned None: did you forget the `return`
+    statement?
     """
     name = kit.name_of(masked_softmax, "masked_softmax")
     plain = np.array(
@@ -321,18 +330,21 @@ def check_masked_softmax(masked_softmax: Callable[[np.ndarray], Any]) -> kit.Fee
 def check_log_sum_exp(log_sum_exp: Callable[[np.ndarray], Any]) -> kit.Feedback:
     """Check the learner's log-sum-exp (chapter 2, exercise 4).
 
-    Expected signature: ``log_sum_exp(scores: np.ndarray) -> float`` for scores of shape
-    ``(n,)``, returning the single number ``log(sum(exp(scores)))``, computed without overflow
-    or underflow (for ``[1000, 1000]`` it is ``1000 + log 2``).
+    Expected signature: ``log_sum_exp(scores: np.ndarray) -> float``: the logarithm of the sum
+    of the exponentials of the scores, ``log Σ_i e^(z_i)``, computed without overflow or
+    underflow (for ``[1000, 1000]`` it is ``1000 + log 2``).
+
+    Shapes
+    ------
+    ``scores``: ``(n,)`` → one number.
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    A function that forgets its ``return`` gets the standard reminder:
 
-    >>> def log_sum_exp(*args):
-    ...     raise NotImplementedError
-    >>> check_log_sum_exp(log_sum_exp).attempted
-    False
+    >>> check_log_sum_exp(lambda scores: None)
+    ✘ Not yet. log_sum_exp([1.0, 2.0, 3.0]) returned None: did you forget the `return`
+    statement?
     """
     name = kit.name_of(log_sum_exp, "log_sum_exp")
     fix = (

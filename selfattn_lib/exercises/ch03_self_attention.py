@@ -31,18 +31,21 @@ def _ch3_weights(x: np.ndarray) -> np.ndarray:
 def check_spotlight_output(spotlight_output: Callable[..., Any]) -> kit.Feedback:
     """Check one output vector of simple self-attention (chapter 3, exercise 1).
 
-    Expected signature: ``spotlight_output(x: np.ndarray, position: int) -> np.ndarray``
-    with ``x`` of shape ``(T, D)``; the result, of shape ``(D,)``, is
-    ``sum_j a_j x_j`` with ``a = softmax(x @ x[position])``.
+    Expected signature: ``spotlight_output(x: np.ndarray, position: int) -> np.ndarray``: the
+    output vector of token ``position`` in simple self-attention (no projections, no scaling),
+    the average of the token vectors ``x_j`` weighted by the softmax over ``j`` of the scores
+    ``x_position · x_j``, computed without overflow for scores around 1000.
+
+    Shapes
+    ------
+    ``x``: ``(T, D)``, ``position``: an index ``0 ≤ position < T`` → ``(D,)``.
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    A function that forgets its ``return`` gets the standard reminder:
 
-    >>> def spotlight_output(*args):
-    ...     raise NotImplementedError
-    >>> check_spotlight_output(spotlight_output).attempted
-    False
+    >>> check_spotlight_output(lambda x, position: None)
+    ✘ Not yet. spotlight_output(x, 0) returned None: did you forget the `return` statement?
     """
     name = kit.name_of(spotlight_output, "spotlight_output")
     long_vectors = _CH3_X * 15.0  # scores up to about 1100: e^score overflows
@@ -115,19 +118,24 @@ def check_spotlight_output(spotlight_output: Callable[..., Any]) -> kit.Feedback
 def check_batched_self_attention(batched_self_attention: Callable[..., Any]) -> kit.Feedback:
     """Check simple self-attention for a batch (chapter 3, exercise 2).
 
-    Expected signature: ``batched_self_attention(x: np.ndarray) -> (output, weights)`` with
-    ``x`` of shape ``(B, T, D)``, ``weights = softmax(x xᵀ)`` over the last axis, of shape
-    ``(B, T, T)``, and ``output = weights @ x`` of shape ``(B, T, D)``, without a loop
-    over the batch.
+    Expected signature: ``batched_self_attention(x: np.ndarray) -> (output, weights)``: simple
+    self-attention (no projections, no scaling) of every sequence of the batch at once, without
+    a loop over the batch. ``weights[b, i, j]`` is the softmax over ``j`` of the scores
+    ``x[b, i] · x[b, j]``, and ``output[b, i]`` the average of the vectors ``x[b, j]`` with
+    these weights.
+
+    Shapes
+    ------
+    ``x``: ``(B, T, D)`` → ``output``: ``(B, T, D)``, ``weights``: ``(B, T_q, T_k)`` with
+    ``T_q = T_k = T``.
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    The answer is a pair, so a function that forgets its ``return`` is told what to return:
 
-    >>> def batched_self_attention(*args):
-    ...     raise NotImplementedError
-    >>> check_batched_self_attention(batched_self_attention).attempted
-    False
+    >>> check_batched_self_attention(lambda x: None)
+    ✘ Not yet. batched_self_attention(x) for x of shape (3, 4, 3) must return a pair
+    (output, weights), like the library's attention functions; got NoneType
     """
     name = kit.name_of(batched_self_attention, "batched_self_attention")
     batch = np.stack([_CH3_X[:4], -0.5 * _CH3_X[1:], _CH3_X[::-1][:4] * 0.8])  # (3, 4, 3)
@@ -198,19 +206,21 @@ def check_batched_self_attention(batched_self_attention: Callable[..., Any]) -> 
 def check_attends_most_to_itself(attends_most_to_itself: Callable[..., Any]) -> kit.Feedback:
     """Check the test "does each token attend most to itself?" (chapter 3, exercise 3).
 
-    Expected signature: ``attends_most_to_itself(x: np.ndarray) -> np.ndarray`` with ``x``
-    of shape ``(T, D)``; the result is a boolean array of shape ``(T,)``, True where token
-    ``t``'s weight on itself is at least as large as its weight on every other token (a tie
-    with an identical copy of itself counts as True).
+    Expected signature: ``attends_most_to_itself(x: np.ndarray) -> np.ndarray``: for every token
+    ``t``, True where ``t``'s weight on itself is at least as large as its weight on every other
+    token (a tie with an identical copy of itself counts as True).
+
+    Shapes
+    ------
+    ``x``: ``(T, D)`` → ``(T,)``, dtype bool.
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    A function that forgets its ``return`` gets the standard reminder:
 
-    >>> def attends_most_to_itself(*args):
-    ...     raise NotImplementedError
-    >>> check_attends_most_to_itself(attends_most_to_itself).attempted
-    False
+    >>> check_attends_most_to_itself(lambda x: None)
+    ✘ Not yet. attends_most_to_itself(x) for five 2-D vectors, two of them repeated returned
+    None: did you forget the `return` statement?
     """
     from selfattn_lib import embeddings
 
@@ -277,17 +287,20 @@ def check_unshuffle(unshuffle: Callable[..., Any]) -> kit.Feedback:
     """Check the undoing of a shuffle of the tokens (chapter 3, exercise 4).
 
     Expected signature: ``unshuffle(shuffled: np.ndarray, order: np.ndarray) -> np.ndarray``
-    where ``shuffled = original[order]`` has shape ``(T, ...)`` and ``order`` is a permutation
-    of ``range(T)``; the result is ``original``, i.e. ``result[order] == shuffled``.
+    where ``shuffled = original[order]`` and ``order`` is a permutation of ``range(T)``; the
+    result is ``original``, i.e. ``result[order] == shuffled``.
+
+    Shapes
+    ------
+    ``shuffled``: ``(T, ...)``, ``order``: ``(T,)`` → ``(T, ...)``, the shape of ``shuffled``.
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    A function that forgets its ``return`` gets the standard reminder:
 
-    >>> def unshuffle(*args):
-    ...     raise NotImplementedError
-    >>> check_unshuffle(unshuffle).attempted
-    False
+    >>> check_unshuffle(lambda shuffled, order: None)
+    ✘ Not yet. unshuffle(shuffled, order=[2, 0, 4, 1, 3]) returned None: did you forget the
+    `return` statement?
     """
     name = kit.name_of(unshuffle, "unshuffle")
     original = _CH3_X  # (5, 3)

@@ -51,20 +51,22 @@ def _ch4_one_query_case(seed: int, t: int = 5) -> tuple[np.ndarray, ...]:
 def check_one_query_attention(one_query_attention: Callable[..., Any]) -> kit.Feedback:
     """Check the six steps for one query, from the tokens and the projections (ch. 4, ex. 1).
 
-    Expected signature: ``one_query_attention(x, i, w_q, w_k, w_v) -> (output, weights)``
-    with ``x`` of shape ``(T, D)``, ``w_q`` and ``w_k`` of shape ``(D, d_k)``, ``w_v`` of shape
-    ``(D, d_v)`` and ``i`` the index of the query token. ``weights`` has shape ``(T,)``:
-    ``softmax(q_i · k_j / √d_k)`` over the keys ``j``; ``output`` has shape ``(d_v,)``, the
-    weighted sum of the value vectors.
+    Expected signature: ``one_query_attention(x, i, w_q, w_k, w_v) -> (output, weights)`` with
+    ``i`` the index of the query token. ``weights`` holds ``softmax(q_i · k_j / √d_k)`` over the
+    keys ``j``, ``output`` is the weighted sum of the value vectors.
+
+    Shapes
+    ------
+    ``x``: ``(T, D)``, ``w_q``, ``w_k``: ``(D, d_k)``, ``w_v``: ``(D, d_v)`` → ``output``:
+    ``(d_v,)``, ``weights``: ``(T_k,)`` with ``T_k = T``.
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    The answer is a pair, so a function that forgets its ``return`` is told what to return:
 
-    >>> def one_query_attention(*args):
-    ...     raise NotImplementedError
-    >>> check_one_query_attention(one_query_attention).attempted
-    False
+    >>> check_one_query_attention(lambda x, i, w_q, w_k, w_v: None)
+    ✘ Not yet. one_query_attention(x, 0, w_q, w_k, w_v) must return a pair (output, weights),
+    got NoneType
     """
     name = kit.name_of(one_query_attention, "one_query_attention")
 
@@ -129,19 +131,22 @@ _CH4_TOKENS = np.array([[1.0, 0.0, 0.0, 1.0], [0.0, 2.0, 2.0, 0.0], [1.0, 1.0, 0
 def check_design_projections(design_projections: Callable[[], Any]) -> kit.Feedback:
     """Check projections that make token x1 attend to x3 (chapter 4, exercise 2).
 
-    Expected signature: ``design_projections() -> (w_q, w_k)``, two arrays of shape
-    ``(4, d_k)`` with the same ``d_k >= 1`` of the learner's choice. With the chapter's tokens
-    ``x1 = [1, 0, 0, 1]``, ``x2 = [0, 2, 2, 0]``, ``x3 = [1, 1, 0, 0]`` as the rows of ``X``, the
-    weights ``softmax(X w_q (X w_k)ᵀ / √d_k)`` must give x1 a weight of at least 0.9 on x3.
+    Expected signature: ``design_projections() -> (w_q, w_k)``, two projections with the same
+    ``d_k >= 1`` of the learner's choice. With the chapter's tokens ``x1 = [1, 0, 0, 1]``,
+    ``x2 = [0, 2, 2, 0]``, ``x3 = [1, 1, 0, 0]`` as the rows of ``X``, the weights
+    ``softmax(X w_q (X w_k)ᵀ / √d_k)`` must give x1 a weight of at least 0.9 on x3.
+
+    Shapes
+    ------
+    no arguments → ``w_q``, ``w_k``: ``(D, d_k)`` with ``D = 4``; ``X``: ``(T, D) = (3, 4)`` and
+    its weights ``(T_q, T_k) = (3, 3)``.
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    The answer is a pair, so a function that forgets its ``return`` is told what to return:
 
-    >>> def design_projections(*args):
-    ...     raise NotImplementedError
-    >>> check_design_projections(design_projections).attempted
-    False
+    >>> check_design_projections(lambda: None)
+    ✘ Not yet. design_projections() must return a pair (w_q, w_k)
     """
     name = kit.name_of(design_projections, "design_projections")
 
@@ -192,18 +197,21 @@ def check_cross_attention(cross_attention: Callable[..., Any]) -> kit.Feedback:
     """Check cross-attention with T_q ≠ T_k (chapter 4, exercise 3).
 
     Expected signature: ``cross_attention(x_q, x_kv, w_q, w_k, w_v) -> (output, weights)``:
-    queries from ``x_q`` of shape ``(T_q, D)``, keys and values from ``x_kv`` of shape
-    ``(T_k, D)``; ``weights`` ``softmax(Q Kᵀ / √d_k)`` of shape ``(T_q, T_k)``, ``output`` of
-    shape ``(T_q, d_v)``.
+    queries from ``x_q``, keys and values from ``x_kv``; ``weights`` is ``softmax(Q Kᵀ / √d_k)``
+    over the keys and ``output`` the weighted sum of the values.
+
+    Shapes
+    ------
+    ``x_q``: ``(T_q, D)``, ``x_kv``: ``(T_k, D)``, ``w_q``, ``w_k``: ``(D, d_k)``, ``w_v``:
+    ``(D, d_v)`` → ``output``: ``(T_q, d_v)``, ``weights``: ``(T_q, T_k)``.
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    The answer is a pair, so a function that forgets its ``return`` is told what to return:
 
-    >>> def cross_attention(*args):
-    ...     raise NotImplementedError
-    >>> check_cross_attention(cross_attention).attempted
-    False
+    >>> check_cross_attention(lambda x_q, x_kv, w_q, w_k, w_v: None)
+    ✘ Not yet. cross_attention(x_q of shape (2, 4), x_kv of shape (5, 4), ...) must return a
+    pair (output, weights), got NoneType
     """
     name = kit.name_of(cross_attention, "cross_attention")
 

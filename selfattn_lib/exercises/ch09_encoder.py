@@ -31,19 +31,22 @@ def _slipped_layer_norm(
 def check_rms_norm(rms_norm: Callable[..., Any]) -> kit.Feedback:
     """Check the learner's RMSNorm (chapter 9, exercise 1).
 
-    Expected signature: ``rms_norm(x: np.ndarray, gain: np.ndarray, eps: float) ->
-    np.ndarray`` of the shape of ``x`` (``(..., D)``): every vector along the last axis is
-    divided by its root mean square and multiplied by ``gain`` (shape ``(D,)``),
-    ``x / sqrt(mean(x²) + eps) * gain``. No mean is subtracted and there is no bias.
+    Expected signature: ``rms_norm(x: np.ndarray, gain: np.ndarray, eps: float) -> np.ndarray``:
+    every vector along the last axis is divided by its root mean square (with ``eps`` added to
+    the mean of the squares, under the root) and multiplied element-wise by ``gain``. No mean is
+    subtracted and there is no bias.
+
+    Shapes
+    ------
+    ``x``: ``(..., D)``, ``gain``: ``(D,)``, ``eps``: a number → the shape of ``x``.
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    A function that forgets its ``return`` gets the standard reminder:
 
-    >>> def rms_norm(*args):
-    ...     raise NotImplementedError
-    >>> check_rms_norm(rms_norm).attempted
-    False
+    >>> check_rms_norm(lambda x, gain, eps: None)
+    ✘ Not yet. rms_norm(x of shape (2, 3, 5), gain, eps=1e-06) returned None: did you forget the
+    `return` statement?
     """
     name = kit.name_of(rms_norm, "rms_norm")
     rng = np.random.default_rng(9)
@@ -134,18 +137,21 @@ def check_encoder_layer_parameters(encoder_layer_parameters: Callable[..., Any])
 
     Expected signature: ``encoder_layer_parameters(d_model: int, n_heads: int, d_ff: int) ->
     int``: the number of trainable numbers of one encoder layer as in the paper (and
-    ``torch.nn.TransformerEncoderLayer``): multi-head attention with four ``D × D`` weights and
-    biases, the feed-forward network ``D → d_ff → D`` with biases, and two layer norms with a
-    gain and a bias each: ``4D² + 4D + 2 D d_ff + d_ff + D + 4D``.
+    ``torch.nn.TransformerEncoderLayer``) with ``D = d_model`` and ``H = n_heads``: multi-head
+    self-attention, the feed-forward network with ``d_ff`` hidden units, and two layer norms,
+    counting every weight, bias and gain.
+
+    Shapes
+    ------
+    ``d_model``, ``n_heads``, ``d_ff``: whole numbers → one whole number.
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    A function that forgets its ``return`` gets the standard reminder:
 
-    >>> def encoder_layer_parameters(*args):
-    ...     raise NotImplementedError
-    >>> check_encoder_layer_parameters(encoder_layer_parameters).attempted
-    False
+    >>> check_encoder_layer_parameters(lambda d_model, n_heads, d_ff: None)
+    ✘ Not yet. encoder_layer_parameters(512, 8, 2048) returned None: did you forget the `return`
+    statement?
     """
     name = kit.name_of(encoder_layer_parameters, "encoder_layer_parameters")
     cases = ((512, 8, 2048), (8, 2, 32), (64, 4, 100), (1024, 16, 4096))
@@ -225,18 +231,23 @@ def check_sublayer_connection(sublayer_connection: Callable[..., Any]) -> kit.Fe
     """Check the learner's residual connection with layer norm (chapter 9, exercise 3).
 
     Expected signature: ``sublayer_connection(x, sublayer, norm, norm_first) -> array`` where
-    ``x`` is ``(B, T, D)`` and ``sublayer`` and ``norm`` are functions from ``(B, T, D)`` to
-    ``(B, T, D)``. Post-norm (``norm_first=False``, the paper's): ``norm(x + sublayer(x))``;
-    pre-norm (``norm_first=True``): ``x + sublayer(norm(x))``.
+    ``sublayer`` and ``norm`` are functions. Post-norm (``norm_first=False``, the paper's) adds
+    the sublayer's output to its input ``x`` and normalises the sum; pre-norm
+    (``norm_first=True``) runs the sublayer on the normalised ``x`` and adds its output to ``x``
+    itself.
+
+    Shapes
+    ------
+    ``x``: ``(B, T, D)``; ``sublayer``, ``norm``: ``(B, T, D)`` → ``(B, T, D)``; the result:
+    ``(B, T, D)``.
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    A function that forgets its ``return`` gets the standard reminder:
 
-    >>> def sublayer_connection(*args):
-    ...     raise NotImplementedError
-    >>> check_sublayer_connection(sublayer_connection).attempted
-    False
+    >>> check_sublayer_connection(lambda x, sublayer, norm, norm_first: None)
+    ✘ Not yet. sublayer_connection(x, sublayer, norm, norm_first=False) returned None: did you
+    forget the `return` statement?
     """
     name = kit.name_of(sublayer_connection, "sublayer_connection")
     rng = np.random.default_rng(90)
@@ -360,23 +371,29 @@ def check_encoder_layer_numpy(encoder_layer_numpy: Callable[..., Any]) -> kit.Fe
     """Check the learner's NumPy encoder layer (chapter 9, exercise 4).
 
     Expected signature: ``encoder_layer_numpy(x, params, n_heads, mask, norm_first) ->
-    np.ndarray`` for ``x`` of shape ``(B, T, D)``, a boolean ``mask`` broadcastable to
-    ``(B, T, T)`` (``True`` = may attend) or ``None``, and ``params`` a dict with
-    ``"attention"`` (a :class:`~selfattn_lib.multihead.MultiHeadParams`), ``"w_1"``
-    ``(D, d_ff)``, ``"b_1"`` ``(d_ff,)``, ``"w_2"`` ``(d_ff, D)``, ``"b_2"`` ``(D,)`` and the
-    layer norms' ``"gain_1"``, ``"bias_1"``, ``"gain_2"``, ``"bias_2"`` ``(D,)`` (eps
-    ``1e-5``). Post-norm: ``x = LN_1(x + MHA(x)); x = LN_2(x + FFN(x))``; pre-norm:
-    ``x = x + MHA(LN_1(x)); x = x + FFN(LN_2(x))``. The result equals
+    np.ndarray``: one encoder layer, multi-head self-attention and then the feed-forward network
+    (ReLU between its two linear maps), each wrapped in a residual connection with a layer norm
+    (eps ``1e-5``). Post-norm (``norm_first=False``) normalises each sum of a sublayer's input
+    and output, pre-norm (``norm_first=True``) normalises each sublayer's input. ``mask`` is
+    boolean (``True`` = may attend) or ``None``. ``params`` is a dict with ``"attention"`` (a
+    :class:`~selfattn_lib.multihead.MultiHeadParams`), the feed-forward network's ``"w_1"``,
+    ``"b_1"``, ``"w_2"``, ``"b_2"`` and the layer norms' ``"gain_1"``, ``"bias_1"``
+    (attention sublayer), ``"gain_2"``, ``"bias_2"`` (feed-forward sublayer). The result equals
     :class:`selfattn_lib.transformer.EncoderLayer` with the same weights.
+
+    Shapes
+    ------
+    ``x``: ``(B, T, D)``; ``mask``: broadcastable to ``(B, T_q, T_k)`` with ``T_q = T_k = T``;
+    ``"w_1"``: ``(D, d_ff)``, ``"b_1"``: ``(d_ff,)``, ``"w_2"``: ``(d_ff, D)``, ``"b_2"`` and
+    the gains and biases: ``(D,)`` → ``(B, T, D)``.
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    A function that forgets its ``return`` gets the standard reminder:
 
-    >>> def encoder_layer_numpy(*args):
-    ...     raise NotImplementedError
-    >>> check_encoder_layer_numpy(encoder_layer_numpy).attempted
-    False
+    >>> check_encoder_layer_numpy(lambda x, params, n_heads, mask, norm_first: None)
+    ✘ Not yet. encoder_layer_numpy(x of shape (2, 4, 8), params, n_heads=2, mask=of shape
+    (2, 1, 4), norm_first=False) returned None: did you forget the `return` statement?
     """
     name = kit.name_of(encoder_layer_numpy, "encoder_layer_numpy")
     rng = np.random.default_rng(909)

@@ -13,19 +13,22 @@ from selfattn_lib.exercises import _kit as kit
 def check_shift_right(shift_right: Callable[..., Any]) -> kit.Feedback:
     """Check the learner's decoder input for teacher forcing (chapter 10, exercise 1).
 
-    Expected signature: ``shift_right(tgt: np.ndarray, bos_id: int) -> np.ndarray``: for a
-    batch of targets ``tgt`` of shape ``(B, T)`` (integer ids), the decoder's input of the same
-    shape: ``bos_id`` in column 0, then ``tgt[:, :-1]`` (every target token moved one place to
-    the right, the last one dropped). The input ``tgt`` must not be changed.
+    Expected signature: ``shift_right(tgt: np.ndarray, bos_id: int) -> np.ndarray``: the
+    decoder's input for a batch of targets ``tgt`` (integer ids), every target token moved one
+    place to the right, the last one dropped and ``bos_id`` in the first place. The input
+    ``tgt`` must not be changed.
+
+    Shapes
+    ------
+    ``tgt``: ``(B, T)`` → ``(B, T)``, integer ids.
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    A function that forgets its ``return`` gets the standard reminder:
 
-    >>> def shift_right(*args):
-    ...     raise NotImplementedError
-    >>> check_shift_right(shift_right).attempted
-    False
+    >>> check_shift_right(lambda tgt, bos_id: None)
+    ✘ Not yet. shift_right([[7, 8, 9, 2], [5, 2, 0, 0]], bos_id=1) returned None: did you forget
+    the `return` statement?
     """
     name = kit.name_of(shift_right, "shift_right")
     cases = (
@@ -110,20 +113,23 @@ def check_shift_right(shift_right: Callable[..., Any]) -> kit.Feedback:
 def check_decoder_self_mask(decoder_self_mask: Callable[..., Any]) -> kit.Feedback:
     """Check the learner's mask for the decoder's self-attention (chapter 10, exercise 2).
 
-    Expected signature: ``decoder_self_mask(tgt: np.ndarray, pad_id: int) -> np.ndarray`` of
-    shape ``(B, T, T)`` and dtype bool, for a batch of decoder inputs ``tgt`` ``(B, T)``:
-    ``True`` where query ``i`` may attend key ``j``, that is ``j <= i`` (causal) AND token
-    ``j`` of that sequence is not padding. The padding *queries* keep their rows (they attend
-    the real tokens before them), so no row is empty.
+    Expected signature: ``decoder_self_mask(tgt: np.ndarray, pad_id: int) -> np.ndarray``, a
+    boolean mask for a batch of decoder inputs ``tgt``: ``True`` where query ``i`` may attend
+    key ``j``, that is ``j <= i`` (causal) AND token ``j`` of that sequence is not padding. The
+    padding *queries* keep their rows: only the padding keys are hidden.
+
+    Shapes
+    ------
+    ``tgt``: ``(B, T)`` → ``(B, T_q, T_k)`` with ``T_q = T_k = T``, dtype bool: rows are
+    queries, columns keys.
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    A function that forgets its ``return`` gets the standard reminder:
 
-    >>> def decoder_self_mask(*args):
-    ...     raise NotImplementedError
-    >>> check_decoder_self_mask(decoder_self_mask).attempted
-    False
+    >>> check_decoder_self_mask(lambda tgt, pad_id: None)
+    ✘ Not yet. decoder_self_mask([[9, 9, 1, 0, 4], [1, 3, 2, 9, 9]], pad_id=9) returned None:
+    did you forget the `return` statement?
     """
     name = kit.name_of(decoder_self_mask, "decoder_self_mask")
     cases = (
@@ -236,19 +242,24 @@ def check_transformer_parameters(transformer_parameters: Callable[..., Any]) -> 
     Expected signature: ``transformer_parameters(vocab_size: int, d_model: int, d_ff: int,
     n_layers: int, tied: bool) -> int``: the trainable numbers of the paper's (post-norm)
     encoder–decoder with ``n_layers`` encoder and ``n_layers`` decoder layers, biases in every
-    linear layer except the output projection (which has none), a gain and a bias in every
-    layer norm, and no final layer norm. With ``tied`` one ``V × D`` matrix serves as source
-    embedding, target embedding and output projection; without, there are three such
-    matrices. The sinusoidal positions are not parameters.
+    linear layer except the output projection (which has none), a gain and a bias in every layer
+    norm, and no final layer norm. With ``tied`` one matrix serves as source embedding, target
+    embedding and output projection; without, there are three such matrices. The sinusoidal
+    positions are not parameters.
+
+    Shapes
+    ------
+    ``vocab_size``, ``d_model``, ``d_ff``, ``n_layers``: whole numbers, ``tied``: a bool → one
+    whole number. Each embedding matrix and the output projection: ``(V, D)`` with
+    ``V = vocab_size`` and ``D = d_model``.
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    A function that forgets its ``return`` gets the standard reminder:
 
-    >>> def transformer_parameters(*args):
-    ...     raise NotImplementedError
-    >>> check_transformer_parameters(transformer_parameters).attempted
-    False
+    >>> check_transformer_parameters(lambda vocab_size, d_model, d_ff, n_layers, tied: None)
+    ✘ Not yet. transformer_parameters(37000, 512, 2048, 6, True) returned None: did you forget
+    the `return` statement?
     """
     name = kit.name_of(transformer_parameters, "transformer_parameters")
     cases = (
@@ -368,18 +379,22 @@ def check_greedy_decode(greedy_decode: Callable[..., Any]) -> kit.Feedback:
 
     Expected signature: ``greedy_decode(next_token_logits, bos_id: int, eos_id: int,
     max_new_tokens: int) -> list[int]``. ``next_token_logits(prefix)`` takes the list of ids
-    written so far (``bos_id`` first) and returns the scores ``(V,)`` of the next token. The
-    result starts with ``bos_id``, then adds the highest-scoring token again and again: it
-    stops after adding ``eos_id`` (which is kept) or after ``max_new_tokens`` new tokens.
+    written so far (``bos_id`` first) and returns the scores of the next token. The result
+    starts with ``bos_id``, then adds the highest-scoring token again and again: it stops after
+    adding ``eos_id`` (which is kept) or after ``max_new_tokens`` new tokens.
+
+    Shapes
+    ------
+    ``next_token_logits``: a list of ids → ``(V,)``, one score per token of the vocabulary; the
+    result: a list of at most ``max_new_tokens + 1`` ids.
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    A function that forgets its ``return`` gets the standard reminder:
 
-    >>> def greedy_decode(*args):
-    ...     raise NotImplementedError
-    >>> check_greedy_decode(greedy_decode).attempted
-    False
+    >>> check_greedy_decode(lambda next_token_logits, bos_id, eos_id, max_new_tokens: None)
+    ✘ Not yet. greedy_decode(a model that writes 7 3 9 5 <eos>, bos_id=1, eos_id=2,
+    max_new_tokens=10) returned None: did you forget the `return` statement?
     """
     name = kit.name_of(greedy_decode, "greedy_decode")
     bos_id, eos_id = 1, 2

@@ -15,17 +15,22 @@ def check_longest_sequence(longest_sequence: Callable[..., Any]) -> kit.Feedback
     """Check the longest sequence whose score matrix fits in memory (chapter 11, exercise 1).
 
     Expected signature: ``longest_sequence(memory_bytes: int, batch: int, heads: int,
-    bytes_per_number: int) -> int``: the largest ``T`` for which a ``(B, H, T, T)`` score
-    matrix, ``B · H · T² · bytes_per_number`` bytes, fits in ``memory_bytes``.
+    bytes_per_number: int) -> int``: the largest sequence length ``T`` for which the score
+    matrix of ``batch`` sequences and ``heads`` heads, with ``bytes_per_number`` bytes per
+    score, fits in ``memory_bytes`` bytes.
+
+    Shapes
+    ------
+    ``memory_bytes``, ``batch``, ``heads``, ``bytes_per_number``: whole numbers → one whole
+    number ``T``; the score matrix: ``(B, H, T, T)`` with ``B = batch`` and ``H = heads``.
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    A function that forgets its ``return`` gets the standard reminder:
 
-    >>> def longest_sequence(*args):
-    ...     raise NotImplementedError
-    >>> check_longest_sequence(longest_sequence).attempted
-    False
+    >>> check_longest_sequence(lambda memory_bytes, batch, heads, bytes_per_number: None)
+    ✘ Not yet. longest_sequence(80000000000, 8, 32, 2) returned None: did you forget the
+    `return` statement?
     """
     import math  # isqrt: the exact integer square root
 
@@ -110,21 +115,24 @@ def check_attend_with_cache(attend_with_cache: Callable[..., Any]) -> kit.Feedba
     """Check one decoding step with a key/value cache (chapter 11, exercise 2).
 
     Expected signature: ``attend_with_cache(q_new, k_new, v_new, k_cache, v_cache) ->
-    (output, k_cache, v_cache)``. ``q_new`` and ``k_new``: ``(B, 1, D_k)``, ``v_new``:
-    ``(B, 1, D_v)``: the projections of the newest token; ``k_cache``: ``(B, t, D_k)`` and
-    ``v_cache``: ``(B, t, D_v)``: those of the ``t`` tokens before it (``t`` may be 0). The
-    step appends the new key and value at the end of the caches and lets the new query
-    attend to all ``t + 1`` keys (itself included): ``output``: ``(B, 1, D_v)``, caches
-    ``(B, t + 1, ·)``.
+    (output, k_cache, v_cache)``. ``q_new``, ``k_new`` and ``v_new`` are the projections of the
+    newest token, ``k_cache`` and ``v_cache`` those of the ``t`` tokens before it (``t`` may be
+    0). The step appends the new key and value at the end of the caches and lets the new query
+    attend to all ``t + 1`` keys (itself included).
+
+    Shapes
+    ------
+    ``q_new``, ``k_new``: ``(B, 1, D_k)``, ``v_new``: ``(B, 1, D_v)``, ``k_cache``:
+    ``(B, t, D_k)``, ``v_cache``: ``(B, t, D_v)`` → ``output``: ``(B, 1, D_v)``, ``k_cache``:
+    ``(B, t + 1, D_k)``, ``v_cache``: ``(B, t + 1, D_v)``.
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    A function that forgets its ``return`` gets the standard reminder:
 
-    >>> def attend_with_cache(*args):
-    ...     raise NotImplementedError
-    >>> check_attend_with_cache(attend_with_cache).attempted
-    False
+    >>> check_attend_with_cache(lambda q_new, k_new, v_new, k_cache, v_cache: None)
+    ✘ Not yet. attend_with_cache(step 2: a cache of 2 tokens) returned None: did you forget the
+    `return` statement?
     """
     name = kit.name_of(attend_with_cache, "attend_with_cache")
     rng = np.random.default_rng(11)
@@ -198,21 +206,24 @@ def check_merge_softmax_states(merge_states: Callable[..., Any]) -> kit.Feedback
     """Check the merge of two partial online-softmax states (chapter 11, exercise 3).
 
     Expected signature: ``merge_states(state_a, state_b) -> (m, l, acc)``. A state
-    ``(m, l, acc)`` summarises attention over one set of keys: for each query the largest
-    score ``m`` ``(T_q,)``, ``l = Σ_j exp(s_j − m)`` ``(T_q,)`` and
-    ``acc = Σ_j exp(s_j − m) v_j`` ``(T_q, D_v)``. The merge is the state of both key sets
-    together. Any correct representation is accepted: ``(m, l, acc)`` and
+    ``(m, l, acc)`` summarises attention over one set of keys: for each query the largest score
+    ``m``, ``l = Σ_j exp(s_j − m)`` and ``acc = Σ_j exp(s_j − m) v_j``. The merge is the state
+    of both key sets together. Any correct representation is accepted: ``(m, l, acc)`` and
     ``(m', l · e^(m − m'), acc · e^(m − m'))`` describe the same keys, so the checker compares
     ``m + log l`` (the log of the softmax denominator) and ``acc / l`` (the output).
 
+    Shapes
+    ------
+    ``state_a``, ``state_b`` and the result: ``m``: ``(T_q,)``, ``l``: ``(T_q,)``, ``acc``:
+    ``(T_q, D_v)``.
+
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    A function that forgets its ``return`` gets the standard reminder:
 
-    >>> def merge_states(*args):
-    ...     raise NotImplementedError
-    >>> check_merge_softmax_states(merge_states).attempted
-    False
+    >>> check_merge_softmax_states(lambda state_a, state_b: None)
+    ✘ Not yet. merge_states(state_a, state_b) for two blocks of keys returned None: did you
+    forget the `return` statement?
     """
     name = kit.name_of(merge_states, "merge_states")
     rng = np.random.default_rng(1)
@@ -315,18 +326,20 @@ def check_causal_blocked_attention(causal_blocked_attention: Callable[..., Any])
     """Check causal attention computed block by block with online softmax (ch. 11, ex. 4).
 
     Expected signature: ``causal_blocked_attention(q, k, v, block_size) -> output`` for one
-    sequence: ``q``, ``k``: ``(T, D_k)``, ``v``: ``(T, D_v)`` → ``(T, D_v)``, equal to
-    ``softmax(Q Kᵀ / √D_k + causal mask) V`` (query ``i`` attends keys ``j ≤ i``). ``T`` need
-    not be a multiple of ``block_size``.
+    sequence, equal to ``softmax(Q Kᵀ / √D_k + causal mask) V`` (query ``i`` attends keys
+    ``j ≤ i``). ``T`` need not be a multiple of ``block_size``.
+
+    Shapes
+    ------
+    ``q``, ``k``: ``(T, D_k)``, ``v``: ``(T, D_v)`` → ``(T, D_v)``, with ``T_q = T_k = T``.
 
     Examples
     --------
-    An untouched stub is reported as "not attempted", not as wrong:
+    A function that forgets its ``return`` gets the standard reminder:
 
-    >>> def causal_blocked_attention(*args):
-    ...     raise NotImplementedError
-    >>> check_causal_blocked_attention(causal_blocked_attention).attempted
-    False
+    >>> check_causal_blocked_attention(lambda q, k, v, block_size: None)
+    ✘ Not yet. causal_blocked_attention(q, k, v, block_size=3) with T = 7 returned None: did you
+    forget the `return` statement?
     """
     name = kit.name_of(causal_blocked_attention, "causal_blocked_attention")
     rng = np.random.default_rng(4)
