@@ -16,6 +16,7 @@ so that the same situation gets the same words in every chapter:
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -45,12 +46,28 @@ class Feedback:
     def __bool__(self) -> bool:
         return self.passed
 
-    def __repr__(self) -> str:
+    @property
+    def verdict(self) -> str:
+        """``"✔ Correct."``, ``"○ Not attempted yet."`` or ``"✘ Not yet."``."""
         if self.passed:
-            return f"✔ Correct. {self.message}"
-        if not self.attempted:
-            return f"○ Not attempted yet. {self.message}"
-        return f"✘ Not yet. {self.message}"
+            return "✔ Correct."
+        return "✘ Not yet." if self.attempted else "○ Not attempted yet."
+
+    def __repr__(self) -> str:
+        return f"{self.verdict} {self.message}"
+
+    def _repr_html_(self) -> str:
+        """The verdict in bold, then the message, as a paragraph that wraps to the width of
+        the notebook or the page (a plain-text output is one line that does not wrap)."""
+        parts = html.escape(self.message, quote=False).split("`")
+        # Odd-numbered parts were between backticks: code.
+        message = "".join(
+            f"<code>{part}</code>" if index % 2 else part for index, part in enumerate(parts)
+        )
+        if len(parts) % 2 == 0:  # an unpaired backtick: show the text as it is
+            message = html.escape(self.message, quote=False)
+        message = message.replace("\n", "<br>")
+        return f'<p class="checker-feedback"><strong>{self.verdict}</strong> {message}</p>'
 
 
 class Mistake(Exception):

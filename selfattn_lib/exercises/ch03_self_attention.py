@@ -219,7 +219,7 @@ def check_attends_most_to_itself(attends_most_to_itself: Callable[..., Any]) -> 
     A function that forgets its ``return`` gets the standard reminder:
 
     >>> check_attends_most_to_itself(lambda x: None)
-    ✘ Not yet. attends_most_to_itself(x) for five 2-D vectors, two of them repeated returned
+    ✘ Not yet. attends_most_to_itself(x) (five 2-D vectors, two of them repeated) returned
     None: did you forget the `return` statement?
     """
     from selfattn_lib import embeddings
@@ -231,7 +231,7 @@ def check_attends_most_to_itself(attends_most_to_itself: Callable[..., Any]) -> 
     unit /= np.linalg.norm(unit, axis=-1, keepdims=True)
 
     def check_one(x: np.ndarray, description: str) -> None:
-        what = f"{name}(x) for {description}"
+        what = f"{name}(x) ({description})"
         weights = _ch3_weights(x)
         expected = np.diag(weights) >= weights.max(axis=-1)
         result = kit.call_on_copy(attends_most_to_itself, x)

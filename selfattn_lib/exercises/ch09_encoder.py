@@ -392,7 +392,7 @@ def check_encoder_layer_numpy(encoder_layer_numpy: Callable[..., Any]) -> kit.Fe
     A function that forgets its ``return`` gets the standard reminder:
 
     >>> check_encoder_layer_numpy(lambda x, params, n_heads, mask, norm_first: None)
-    ✘ Not yet. encoder_layer_numpy(x of shape (2, 4, 8), params, n_heads=2, mask=of shape
+    ✘ Not yet. encoder_layer_numpy(x of shape (2, 4, 8), params, n_heads=2, a mask of shape
     (2, 1, 4), norm_first=False) returned None: did you forget the `return` statement?
     """
     name = kit.name_of(encoder_layer_numpy, "encoder_layer_numpy")
@@ -445,7 +445,7 @@ def check_encoder_layer_numpy(encoder_layer_numpy: Callable[..., Any]) -> kit.Fe
     def check_one(x, params, n_heads, mask, norm_first) -> None:
         what = (
             f"{name}(x of shape {x.shape}, params, n_heads={n_heads}, "
-            f"mask={'None' if mask is None else f'of shape {mask.shape}'}, "
+            f"{'mask=None' if mask is None else f'a mask of shape {mask.shape}'}, "
             f"norm_first={norm_first})"
         )
         expected = encoder.encoder_layer(x, params, n_heads, mask, norm_first)

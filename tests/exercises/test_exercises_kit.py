@@ -131,3 +131,14 @@ def test_match_known_mistakes_names_the_slip_and_skips_slips_equal_to_the_answer
     with pytest.raises(kit.Mistake, match="^f returned 4 doubled$"):
         kit.match_known_mistakes(4, 2, [(4, "doubled")], "f returned 4", joiner=" ")
     assert kit.match_known_mistakes(expected * 3, expected, catalogue, "f") is False
+
+
+def test_feedback_html_shows_the_verdict_and_wraps_the_escaped_message():
+    feedback = kit.Feedback(passed=False, attempted=True, message="use `x @ y`, not <x * y>")
+    assert feedback._repr_html_() == (
+        '<p class="checker-feedback"><strong>✘ Not yet.</strong> '
+        "use <code>x @ y</code>, not &lt;x * y&gt;</p>"
+    )
+    unpaired = kit.Feedback(passed=True, attempted=True, message="a ` alone")
+    assert unpaired._repr_html_().endswith("<strong>✔ Correct.</strong> a ` alone</p>")
+    assert kit.Feedback(False, False, "x").verdict == "○ Not attempted yet."
