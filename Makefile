@@ -56,7 +56,7 @@ test: $(STAMP) $(NOTEBOOK_ENVS) $(A11Y_STAMP)
 # Re-run every chapter top to bottom in a fresh kernel and save its outputs (commit them).
 execute: $(STAMP)
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
-		--ExecutePreprocessor.timeout=120 --ExecutePreprocessor.store_widget_state=False \
+		--ExecutePreprocessor.timeout=600 --ExecutePreprocessor.store_widget_state=False \
 		--ExecutePreprocessor.record_timing=False \
 		notebooks/*.ipynb
 

@@ -133,7 +133,7 @@ def run_notebook(venv: Path, notebook: Path, tmp: Path, *, block_torch: bool = F
         env=clean_environment(venv, home),
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=1800,
         check=False,
     )
     assert result.returncode == 0 and report.is_file(), result.stdout + result.stderr

@@ -112,7 +112,7 @@ def student_copy(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 
 def execute(
-    nb: nbformat.NotebookNode, workdir: Path, *, allow_errors: bool = False, timeout: int = 120
+    nb: nbformat.NotebookNode, workdir: Path, *, allow_errors: bool = False, timeout: int = 600
 ) -> nbformat.NotebookNode:
     """Run ``nb`` top to bottom in a fresh kernel in ``workdir``, as ``make execute`` does."""
     client = NotebookClient(
