@@ -11,3 +11,10 @@ from tools.repository import (  # noqa: F401 - re-exported for the tests
     toc_files,
     toc_parts,
 )
+
+# The widest a figure is shown in the book's content column on a laptop (1366 x 768, with a
+# classic 15-px scroll bar), in CSS pixels: a wider image is shrunk to it (tests/test_site.py
+# measures it). And the page's small print (captions, code): the smallest a figure's text
+# may be shown at (tests/test_isolated_run.py).
+COLUMN_PX = 727
+SMALLEST_TEXT_PX = 11

@@ -8,7 +8,8 @@ which is inside the repository, off ``sys.path``.
 Before the notebook's first cell, a prelude cell (which defines no names in the notebook's
 namespace) installs recorders; after its last cell, a probe cell reports facts the tests
 check: where Python and ``selfattn_lib`` come from, ``sys.path``, the versions in use, the
-colour maps and colours of every figure the notebook showed, and every widget it made.
+colour maps and colours of every figure the notebook showed, the width of each image and the
+size of the smallest text drawn on it, and every widget it made.
 With ``--block-torch`` the prelude makes torch unimportable, as if it were not installed.
 """
 
@@ -32,6 +33,7 @@ def _course_prelude(block_torch):
 
     import ipywidgets
     from matplotlib.backend_bases import FigureCanvasBase
+    from matplotlib.backends.backend_agg import RendererAgg
     from matplotlib.cm import ScalarMappable
     from matplotlib.collections import Collection
     from matplotlib.colors import to_hex, to_rgba_array
@@ -45,6 +47,9 @@ def _course_prelude(block_torch):
         sys.modules["torch"] = None
     record = types.ModuleType("_course_probe")
     record.cmaps, record.colours, record.widgets, record.errors = set(), set(), [], []
+    # Per image the notebook showed: its width in pixels and the text drawn on it, each
+    # piece's height in pixels of the image (points × dpi / 72, at the dpi it was drawn at).
+    record.figures, record.drawn = [], None
     sys.modules["_course_probe"] = record
 
     def colours_of(artist):
@@ -74,6 +79,21 @@ def _course_prelude(block_torch):
                     if rgba[3] > 0:
                         record.colours.add((to_hex(rgba[:3]), type(artist).__name__))
 
+    draw_text = RendererAgg.draw_text
+
+    def recording_draw_text(self, gc, x, y, text, prop, *args, **kwargs):
+        if record.drawn is not None and text.strip():
+            record.drawn.append((prop.get_size_in_points() * self.dpi / 72, text))
+        return draw_text(self, gc, x, y, text, prop, *args, **kwargs)
+
+    RendererAgg.draw_text = recording_draw_text
+
+    def png_width(target):
+        data = target.getvalue() if hasattr(target, "getvalue") else b""
+        if data[:8] != b"\x89PNG\r\n\x1a\n":
+            return None
+        return int.from_bytes(data[16:20], "big")
+
     print_figure = FigureCanvasBase.print_figure
 
     def recording_print_figure(self, *args, **kwargs):
@@ -81,7 +101,21 @@ def _course_prelude(block_torch):
             inspect_figure(self.figure)
         except Exception as error:  # the recorder must never break a notebook
             record.errors.append(repr(error))
-        return print_figure(self, *args, **kwargs)
+        record.drawn = []
+        try:
+            result = print_figure(self, *args, **kwargs)
+        finally:
+            drawn, record.drawn = record.drawn, None
+        width = png_width(args[0]) if args else None
+        if width is not None and drawn:
+            size, text = min(drawn)
+            title = self.figure.get_suptitle() or next(
+                (ax.get_title() for ax in self.figure.axes if ax.get_title()), ""
+            )
+            record.figures.append(
+                {"width": width, "smallest_text": size, "text": text, "title": title}
+            )
+        return result
 
     FigureCanvasBase.print_figure = recording_print_figure
 
@@ -129,6 +163,7 @@ def _course_probe():
         "cmaps": sorted(record.cmaps),
         "colours": sorted(record.colours),
         "widgets": record.widgets,
+        "figures": record.figures,
         "recorder_errors": record.errors,
     }
     print("COURSE-PROBE:" + json.dumps(facts))
@@ -147,7 +182,7 @@ def main(notebook_path: str, report_path: str, block_torch: bool) -> None:
     nb.cells.append(nbformat.v4.new_code_cell(PROBE))
     client = NotebookClient(
         nb,
-        timeout=180,
+        timeout=600,
         kernel_name="course",
         allow_errors=False,
         record_timing=False,

@@ -18,6 +18,7 @@ import re
 
 import numpy as np
 import pytest
+from course import COLUMN_PX, SMALLEST_TEXT_PX
 from matplotlib import colormaps
 from matplotlib.colors import to_rgb
 from notebook_envs import (
@@ -142,3 +143,21 @@ def test_widgets_are_labelled_keyboard_operable_controls(outcomes, notebook):
         assert control["class"] in KEYBOARD_CONTROLS, control
         assert (control["description"] or "").strip(), f"{control['class']} has no label"
         assert not control["disabled"], control
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda path: path.stem)
+def test_figure_text_stays_legible_in_the_column(outcomes, notebook):
+    """Every image the notebook shows, at the size the page shows it (shrunk to the column
+    when wider): its smallest text, in points x dpi / 72 as drawn, times that scale, is at
+    least the page's small print. (Lowering the dpi cannot pass this: it shrinks the text's
+    pixels as much as the image's.)"""
+    probe = outcomes(notebook)["probe"]
+    assert probe is not None and probe["figures"], "the notebook shows figures"
+    too_small = [
+        f"{figure['title'] or figure['text']!r}: {figure['width']} px wide, text "
+        f"{figure['text']!r} shown {shown:.1f} px tall"
+        for figure in probe["figures"]
+        if (shown := figure["smallest_text"] * min(1.0, COLUMN_PX / figure["width"]))
+        < SMALLEST_TEXT_PX
+    ]
+    assert too_small == [], "figures to redraw for the column:\n" + "\n".join(too_small)

@@ -12,12 +12,15 @@ are safe for the common forms of colour blindness.
 """
 
 from selfattn_lib.plotting.base import (
+    COLUMN_WIDTH,
     DIVERGING_CMAP,
     OKABE_ITO,
     SEQUENTIAL_CMAP,
     bar_chart,
     heatmap,
     new_axes,
+    shared_colorbar,
+    small_multiples,
     text_colour,
     vectors_2d,
 )
@@ -67,6 +70,9 @@ from selfattn_lib.plotting.ch11_at_scale import (
 )
 
 __all__ = [
+    "COLUMN_WIDTH",
+    "shared_colorbar",
+    "small_multiples",
     "text_colour",
     "MASK_KINDS",
     "HEAD_LAYOUTS",

@@ -59,6 +59,61 @@ def new_axes(figsize: tuple[float, float] = (5.0, 4.0), ax: Axes | None = None) 
     return fig.add_subplot()
 
 
+#: The width of the book's content column on a laptop, in inches at the figures' 100 dpi
+#: (images are shown at most 727 px wide: tests/test_site.py measures it). A figure no wider
+#: than this is shown at its natural size, so its 8-point text stays 11 px tall on the page.
+COLUMN_WIDTH = 7.2
+
+
+def small_multiples(
+    n_panels: int,
+    *,
+    columns: int = 3,
+    panel_height: float = 2.4,
+    width: float = COLUMN_WIDTH,
+    **subplot_kw: object,
+) -> tuple[Figure, list[Axes]]:
+    """A figure as wide as the column with ``n_panels`` axes in rows of at most ``columns``
+    (a panel per slider value, head, layer, …); axes left over in the last row are hidden.
+
+    Shapes
+    ------
+    ``n_panels`` axes in ``ceil(n_panels / columns)`` rows of ``min(columns, n_panels)``.
+
+    Examples
+    --------
+    >>> fig, axes = small_multiples(5)
+    >>> len(axes), fig.get_size_inches().tolist()
+    (5, [7.2, 4.8])
+    """
+    if not isinstance(n_panels, int) or not isinstance(columns, int):
+        raise TypeError("n_panels and columns must be whole numbers")
+    if n_panels < 1 or columns < 1:
+        raise ValueError(f"n_panels and columns must be >= 1, got {n_panels} and {columns}")
+    n_columns = min(columns, n_panels)
+    n_rows = -(-n_panels // n_columns)
+    fig = Figure(figsize=(width, panel_height * n_rows), layout="constrained")
+    grid = fig.subplots(n_rows, n_columns, squeeze=False, **subplot_kw)
+    axes = list(grid.flat)
+    for unused in axes[n_panels:]:
+        unused.set_visible(False)
+    return fig, axes[:n_panels]
+
+
+def shared_colorbar(axes: Sequence[Axes], label: str = "") -> Figure:
+    """One colour bar for panels drawn with the same colour limits (the first panel's image
+    gives the map and the limits); returns the figure."""
+    images = [image for ax in axes for image in ax.get_images()]
+    if not images:
+        raise ValueError("shared_colorbar needs panels that show an image (e.g. a heatmap)")
+    limits = {(image.norm.vmin, image.norm.vmax, image.cmap.name) for image in images}
+    if len(limits) > 1:
+        raise ValueError(f"the panels do not share one colour scale: {sorted(limits)}")
+    figure = axes[0].figure
+    figure.colorbar(images[0], ax=list(axes), label=label)
+    return figure
+
+
 def heatmap(
     matrix: np.ndarray,
     row_labels: Sequence[str],
@@ -72,14 +127,16 @@ def heatmap(
     fmt: str = ".2f",
     vmin: float | None = None,
     vmax: float | None = None,
+    colorbar: bool = True,
     ax: Axes | None = None,
 ) -> Figure:
     """Draw a labelled matrix, e.g. similarities or attention weights.
 
     Signed data is drawn with a diverging map centred on zero, non-negative data with
     ``viridis`` from 0 (or ``vmin``) to the largest value (or ``vmax``): give the same limits
-    to panels that should share a colour scale. Cell values are written in the cells when
-    ``annotate`` is true, dark on light cells and light on dark ones.
+    to panels that should share a colour scale, and draw their one colour bar with
+    :func:`shared_colorbar` (``colorbar=False`` leaves a panel's own out). Cell values are
+    written in the cells when ``annotate`` is true, dark on light cells and light on dark ones.
 
     Shapes
     ------
@@ -119,7 +176,8 @@ def heatmap(
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.figure.colorbar(image, ax=ax, label=colorbar_label)
+    if colorbar:
+        ax.figure.colorbar(image, ax=ax, label=colorbar_label)
 
     if annotate:
         for (row, col), value in np.ndenumerate(values):

@@ -9,6 +9,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from selfattn_lib.plotting.base import (
+    COLUMN_WIDTH,
     OKABE_ITO,
     bar_chart,
     heatmap,
@@ -67,7 +68,9 @@ def spotlight_attention(
     """The spotlighted token's weights (left) beside the whole weight matrix (right).
 
     The heatmap is ``softmax(X Xᵀ)`` with the spotlighted token's row outlined: the bars on
-    the left are that row.
+    the left are that row. The figure is at most as wide as the book's column
+    (``COLUMN_WIDTH``, 7.5 inches), so its 8-point numbers stay legible in the column;
+    the cells are annotated up to 8 tokens.
 
     Shapes
     ------
@@ -85,7 +88,8 @@ def spotlight_attention(
 
     values = np.asarray(x, dtype=np.float64)
     n_tokens = values.shape[0] if values.ndim == 2 else 0
-    fig = Figure(figsize=(4.0 + 1.1 * n_tokens, 0.25 * n_tokens + 3.2), layout="constrained")
+    width = min(COLUMN_WIDTH, 4.0 + 1.1 * n_tokens)
+    fig = Figure(figsize=(width, 0.25 * n_tokens + 3.2), layout="constrained")
     left, right = fig.subplots(1, 2, width_ratios=(1.0, 1.15))
     spotlight_weights(values, labels, position, ax=left)
     _, weights = simple_self_attention(values)  # (T, T)

@@ -21,12 +21,15 @@ def projected_attention_weights(
     labels: Sequence[str],
     *,
     query_scale: float = 1.0,
+    colorbar: bool = True,
     ax: Axes | None = None,
 ) -> Figure:
     """Draw the attention weights ``softmax((X · s W_Q)(X W_K)ᵀ / √d_k)`` as a heatmap.
 
     ``query_scale`` (``s``) multiplies the query projection: 0 makes every query the zero
     vector (uniform weights), larger values sharpen every row, as a lower temperature would.
+    The colours always run from 0 to 1, so panels for several scales compare: draw them with
+    ``colorbar=False`` and give them one :func:`~selfattn_lib.plotting.shared_colorbar`.
 
     Shapes
     ------
@@ -58,5 +61,6 @@ def projected_attention_weights(
         colorbar_label="attention weight",
         vmin=0.0,
         vmax=1.0,  # the same colours for every scale, so panels compare
+        colorbar=colorbar,
         ax=ax,
     )

@@ -10,6 +10,7 @@ from matplotlib.figure import Figure
 
 from selfattn_lib.attention import scaled_dot_product_attention
 from selfattn_lib.plotting.base import (
+    COLUMN_WIDTH,
     OKABE_ITO,
 )
 from selfattn_lib.similarity import dot_product
@@ -37,8 +38,12 @@ def scaling_effect(
     d_k
         The size of the query and key vectors of one head (a positive integer).
     axes
-        Two axes to draw into (histogram, weights), e.g. one column of small multiples;
-        by default a new figure with two panels.
+        Two axes to draw into (histogram, weights), e.g. one row of small multiples;
+        by default a new figure, as wide as the book's column, with the two panels side by
+        side.
+
+    The histogram's title gives ``d_k`` and, on a second line (so that it fits a panel half
+    as wide as the book's column), the standard deviations of the unscaled and scaled scores.
 
     Shapes
     ------
@@ -49,7 +54,7 @@ def scaling_effect(
     --------
     >>> fig = scaling_effect(64)
     >>> fig.axes[0].get_title()
-    'd_k = 64: std of q·k 8.05 unscaled, 1.01 scaled'
+    'd_k = 64: std of q·k\\n8.05 unscaled, 1.01 scaled'
     """
     if isinstance(d_k, bool) or not isinstance(d_k, (int, np.integer)) or d_k < 1:
         raise ValueError(f"d_k must be a positive integer, got {d_k!r}")
@@ -72,7 +77,7 @@ def scaling_effect(
     weights_scaled = scaled_dot_product_attention(query, keys, keys)[1][0]  # (n_keys,)
 
     if axes is None:
-        figure = Figure(figsize=(10.0, 3.6), layout="constrained")
+        figure = Figure(figsize=(COLUMN_WIDTH, 3.4), layout="constrained")
         hist_ax, bar_ax = figure.subplots(1, 2)
     else:
         hist_ax, bar_ax = axes
@@ -99,7 +104,7 @@ def scaling_effect(
     hist_ax.set_xlabel("score")
     hist_ax.set_ylabel(f"count (of {n_samples})")
     hist_ax.set_title(
-        f"d_k = {d_k}: std of q·k {unscaled.std():.2f} unscaled, {scaled.std():.2f} scaled",
+        f"d_k = {d_k}: std of q·k\n{unscaled.std():.2f} unscaled, {scaled.std():.2f} scaled",
         fontsize=10,
     )
     hist_ax.legend(loc="upper left", fontsize=8)
@@ -121,7 +126,8 @@ def scaling_effect(
         label=f"scaled (max {weights_scaled.max():.2f})",
     )
     bar_ax.set_xticks(positions, labels=[f"k{j + 1}" for j in positions])
-    bar_ax.set_ylim(0.0, 1.3)
+    bar_ax.set_ylim(0.0, 1.45)  # room for the legend above a weight of 1
+    bar_ax.set_yticks(np.linspace(0.0, 1.0, 5))
     bar_ax.set_xlabel("key")
     bar_ax.set_ylabel("softmax weight")
     bar_ax.set_title(f"weights of one query over {n_keys} keys", fontsize=10)

@@ -11,7 +11,9 @@ from matplotlib.figure import Figure
 from selfattn_lib.attention import scaled_dot_product_attention
 from selfattn_lib.masks import causal_mask, combine_masks, padding_mask
 from selfattn_lib.plotting.base import (
+    COLUMN_WIDTH,
     heatmap,
+    shared_colorbar,
 )
 
 MASK_KINDS: tuple[str, ...] = ("none", "padding", "causal", "both")
@@ -23,6 +25,7 @@ def mask_and_weights(
     lengths: Sequence[int],
     kind: str,
     *,
+    colorbar: bool = True,
     axes: Sequence[Axes] | None = None,
 ) -> Figure:
     """Draw, for each sequence of a padded batch, its mask of ``kind`` and the masked weights.
@@ -31,6 +34,10 @@ def mask_and_weights(
     (no key after the query) or ``"both"``. Per sequence two heatmaps are drawn side by side:
     the boolean mask (1 = may attend) and the attention weights
     ``softmax(where(mask, scores, -inf))``, with zeros for a query that may attend to nothing.
+    Both are coloured from 0 to 1 and share one colour bar (``colorbar=False`` leaves it out,
+    e.g. to give several calls' panels one :func:`~selfattn_lib.plotting.shared_colorbar`).
+    By default the figure is as wide as the book's column, one row (mask, weights) per
+    sequence.
 
     Shapes
     ------
@@ -68,8 +75,8 @@ def mask_and_weights(
     _, weights = scaled_dot_product_attention(values, identity, identity, mask=mask, scale=1.0)
 
     if axes is None:
-        fig = Figure(figsize=(3.9 * 2 * n_seq, 0.45 * t + 2.0), layout="constrained")
-        axes = fig.subplots(1, 2 * n_seq).ravel()
+        fig = Figure(figsize=(COLUMN_WIDTH, n_seq * (0.3 * t + 1.6)), layout="constrained")
+        axes = fig.subplots(n_seq, 2).ravel()
     if len(axes) != 2 * n_seq:
         raise ValueError(f"axes must hold 2 * B = {2 * n_seq} axes, got {len(axes)}")
     for b in range(n_seq):
@@ -78,8 +85,10 @@ def mask_and_weights(
             tokens[b],
             tokens[b],
             title=f"mask: {kind} (length {lengths[b]})",
-            colorbar_label="1 = may attend",
             fmt=".0f",
+            vmin=0.0,
+            vmax=1.0,
+            colorbar=False,
             ax=axes[2 * b],
         )
         heatmap(
@@ -87,7 +96,13 @@ def mask_and_weights(
             tokens[b],
             tokens[b],
             title="attention weights",
-            colorbar_label="weight",
+            vmin=0.0,
+            vmax=1.0,
+            colorbar=False,
             ax=axes[2 * b + 1],
         )
+        for ax in axes[2 * b : 2 * b + 2]:
+            ax.title.set_fontsize(9)  # "mask: padding (length 4)" fits a narrow panel
+    if colorbar:
+        shared_colorbar(axes, "weight (mask: 1 = may attend)")
     return axes[0].figure

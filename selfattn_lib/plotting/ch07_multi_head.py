@@ -9,8 +9,10 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from selfattn_lib.plotting.base import (
+    COLUMN_WIDTH,
     SEQUENTIAL_CMAP,
     new_axes,
+    small_multiples,
     text_colour,
 )
 
@@ -109,7 +111,10 @@ def head_layout(
     gap = 0.6
     width = n_blocks * n_cols + (n_blocks - 1) * gap
 
-    ax = new_axes((0.62 * width + 1.2, 0.62 * n_rows + 1.0), ax)
+    # A cell is 0.62 in wide, less if that would make the figure wider than the column; its
+    # 8-point label ("t1 f4") needs about 0.3 in.
+    cell = min(0.62, (COLUMN_WIDTH - 1.2) / width)
+    ax = new_axes((cell * width + 1.2, cell * n_rows + 1.0), ax)
     for block, block_values in enumerate(blocks):
         left = block * (n_cols + gap)
         for (row, col), number in np.ndenumerate(block_values):
@@ -140,7 +145,7 @@ def head_layout(
                 f"t{token} f{feature}",
                 ha="center",
                 va="center",
-                fontsize=6.5,
+                fontsize=8,
                 in_layout=False,
             )
         ax.add_patch(
@@ -162,7 +167,7 @@ def head_layout(
                 label,
                 ha="center",
                 va="top",
-                fontsize=7,
+                fontsize=8,
                 color="dimgray",
             )
     for row, label in enumerate(row_labels):
@@ -176,7 +181,7 @@ def head_layout(
         "T H D_h": "feature within the head",
         "H T D_h": "feature within the head",
     }[layout]
-    ax.text(width / 2, n_rows + 0.65, axis_note, ha="center", va="top", fontsize=7, color="dimgray")
+    ax.text(width / 2, n_rows + 0.65, axis_note, ha="center", va="top", fontsize=8, color="dimgray")
     ax.set_title(title, fontsize=10)
     return ax.figure
 
@@ -187,13 +192,18 @@ def head_weights(
     *,
     key_tokens: Sequence[str] | None = None,
     titles: Sequence[str] | None = None,
+    colorbar: bool = True,
     axes: Sequence[Axes] | None = None,
 ) -> Figure:
     """Draw the attention weights of several heads side by side, on one colour scale.
 
     Every panel is a heatmap (queries as rows, keys as columns, weights written in the cells)
     with colours fixed to ``[0, 1]``, so the same colour means the same weight in every head;
-    one colour bar serves all panels.
+    one colour bar serves all panels. A panel just right of the previous one in the same row
+    leaves the query labels to it. Without ``axes`` the figure is at most as wide as the
+    book's column, with at most three panels in a row. With ``colorbar=False`` the panels get
+    no colour bar: draw several calls' panels into one figure, then give them all one with
+    :func:`~selfattn_lib.plotting.shared_colorbar`.
 
     Shapes
     ------
@@ -223,9 +233,14 @@ def head_weights(
     if not np.isfinite(values).all() or values.min() < 0 or values.max() > 1 + 1e-9:
         raise ValueError("weights must lie in [0, 1]")
     if axes is None:
-        fig = Figure(figsize=(n_heads * (0.55 * t_k + 1.9) + 1.0, 0.5 * t_q + 1.6))
-        fig.set_layout_engine("constrained")
-        axes = np.atleast_1d(fig.subplots(1, n_heads)).ravel()
+        columns = min(3, n_heads)
+        # A cell is 0.55 in wide, less if a row of panels would be wider than the column
+        # (the query labels and the colour bar take about 1.6 in, the gaps 0.4 in a panel).
+        width = min(COLUMN_WIDTH, columns * (0.55 * t_k + 0.4) + 1.6)
+        cell = ((width - 1.6) / columns - 0.4) / t_k
+        _, axes = small_multiples(
+            n_heads, columns=columns, panel_height=cell * t_q + 1.3, width=width
+        )
     if len(axes) != n_heads:
         raise ValueError(f"axes must hold H = {n_heads} axes, got {len(axes)}")
     for head, ax in enumerate(axes):
@@ -233,8 +248,11 @@ def head_weights(
         ax.set_xticks(range(t_k), labels=list(key_tokens), rotation=45, ha="right")
         ax.set_yticks(range(t_q), labels=list(tokens))
         ax.set_xlabel("key")
-        ax.set_ylabel("query")
-        ax.set_title(titles[head])
+        if head and _right_of(ax, axes[head - 1]):
+            ax.tick_params(labelleft=False)  # the panel on its left names the same queries
+        else:
+            ax.set_ylabel("query")
+        ax.set_title(titles[head], fontsize=10)
         for (row, col), value in np.ndenumerate(values[head]):
             colour = text_colour(image.cmap(image.norm(value)))
             ax.text(
@@ -247,5 +265,18 @@ def head_weights(
                 color=colour,
                 in_layout=False,  # inside its cell: the layout need not measure it (faster)
             )
-    axes[0].figure.colorbar(image, ax=list(axes), label="weight", shrink=0.9)
+    if colorbar:
+        axes[0].figure.colorbar(image, ax=list(axes), label="weight", shrink=0.9)
     return axes[0].figure
+
+
+def _right_of(ax: Axes, other: Axes) -> bool:
+    """Whether ``ax`` is the panel just right of ``other`` in the same row of the same grid."""
+    spec, left = ax.get_subplotspec(), other.get_subplotspec()
+    return (
+        spec is not None
+        and left is not None
+        and spec.get_gridspec() is left.get_gridspec()
+        and spec.rowspan == left.rowspan
+        and spec.colspan.start == left.colspan.stop
+    )

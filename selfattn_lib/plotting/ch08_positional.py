@@ -9,6 +9,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from selfattn_lib.plotting.base import (
+    COLUMN_WIDTH,
     DIVERGING_CMAP,
     OKABE_ITO,
     SEQUENTIAL_CMAP,
@@ -134,7 +135,8 @@ def positional_waves(
     Left: ``PE[:, dimension]`` as a continuous wave (dots at the integer positions, which are
     the only ones used), its partner of the same sin/cos pair dashed, and the value at
     ``position`` marked. Right: the whole vector ``PE[position]``, one bar per dimension, with
-    ``dimension`` highlighted.
+    ``dimension`` highlighted. Made alone, the figure is as wide as the book's column
+    (``COLUMN_WIDTH``), the wave panel wider than the vector panel.
 
     Shapes
     ------
@@ -160,8 +162,8 @@ def positional_waves(
     pair = dimension // 2
     frequency = 2 * np.pi / wavelengths[pair]
     if axes is None:
-        fig = Figure(figsize=(12.0, 3.8), layout="constrained")
-        axes = fig.subplots(1, 2, width_ratios=(1.3, 1.0))
+        fig = Figure(figsize=(COLUMN_WIDTH, 3.4), layout="constrained")
+        axes = fig.subplots(1, 2, width_ratios=(1.6, 1.0))
     if len(axes) != 2:
         raise ValueError(f"axes must hold 2 axes (wave, vector), got {len(axes)}")
     wave_ax, vector_ax = axes
@@ -196,9 +198,18 @@ def positional_waves(
     wave_ax.set_xlabel("position")
     wave_ax.set_ylabel("encoding value")
     wave_ax.set_title(
-        f"dimension {dimension} (pair {pair}): wavelength {wavelengths[pair]:.4g} positions"
+        f"dimension {dimension} (pair {pair})\nwavelength {wavelengths[pair]:.4g} positions",
+        fontsize=10,
     )
-    wave_ax.legend(loc="upper right", ncols=2, fontsize=8, frameon=False)
+    wave_ax.legend(
+        loc="upper right",
+        ncols=2,
+        fontsize=8,
+        frameon=False,
+        handlelength=1.2,
+        columnspacing=0.8,
+        borderaxespad=0.2,
+    )
 
     # Bars drawn directly, not with bar_chart: a labelled tick per bar would be slow to draw.
     vector_ax.bar(range(d_model), encoding[position], color=OKABE_ITO[0])
@@ -206,7 +217,7 @@ def positional_waves(
     vector_ax.set_xticks(labelled, labels=[str(d) for d in labelled])
     vector_ax.axhline(0.0, color="black", linewidth=0.8)
     vector_ax.set_ylim(-1.1, 1.1)
-    vector_ax.set_title(f"PE[{position}], all {d_model} dimensions")
+    vector_ax.set_title(f"PE[{position}], all {d_model} dimensions", fontsize=10)
     vector_ax.set_xlabel("dimension")
     vector_ax.set_ylabel("encoding value")
     vector_ax.patches[dimension].set_facecolor(OKABE_ITO[4])

@@ -9,6 +9,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from selfattn_lib.plotting.base import (
+    COLUMN_WIDTH,
     OKABE_ITO,
     new_axes,
 )
@@ -43,7 +44,7 @@ def encoder_layer_diagram(norm_first: bool = False, *, ax: Axes | None = None) -
         steps = [norm, attention, add, norm, feed_forward, add]
         skips = [(0, 3), (3, 6)]  # from below step a + 1 to the "+" at step b
         title = "Pre-norm: x + Sublayer(LN(x))"
-        output = "to the next layer (final layer norm after the last)"
+        output = "to the next layer\n(final layer norm after the last)"
     else:
         steps = [attention, add, norm, feed_forward, add, norm]
         skips = [(0, 2), (3, 5)]
@@ -52,7 +53,7 @@ def encoder_layer_diagram(norm_first: bool = False, *, ax: Axes | None = None) -
     steps = [("text", "x  (B, T, D)", None), *steps, ("text", output, None)]
 
     ax = new_axes((4.6, 6.4), ax)
-    centre, skip_x, width, height = 4.0, 7.9, 5.6, 0.56
+    centre, skip_x, width, height = 4.0, 7.9, 6.0, 0.56
     for y, (kind, label, colour) in enumerate(steps):
         if kind == "box":
             ax.add_patch(
@@ -77,8 +78,8 @@ def encoder_layer_diagram(norm_first: bool = False, *, ax: Axes | None = None) -
             bottom = 0.22 if steps[y + 1][0] == "add" else height / 2 + 0.04
             if kind == "text":
                 top = 0.18
-            if steps[y + 1][0] == "text":
-                bottom = 0.18
+            if steps[y + 1][0] == "text":  # more room below a label of two lines
+                bottom = 0.18 + 0.14 * steps[y + 1][1].count("\n")
             ax.annotate(
                 "",
                 xy=(centre, y + 1 - bottom),
@@ -128,7 +129,8 @@ def normalization_axes(
     row (``token`` highlighted). Right, batch norm: the statistics of a feature come from its
     column over every token of the batch (``feature`` highlighted), padding included. Rows
     labelled ``pad_label`` are hatched; with ``tokens_per_sequence``, a thick line separates
-    the sequences.
+    the sequences. Made alone, the figure is as wide as the book's column (``COLUMN_WIDTH``);
+    each title takes two lines.
 
     Shapes
     ------
@@ -162,13 +164,13 @@ def normalization_axes(
             f"tokens_per_sequence must divide the {n_rows} rows, got {tokens_per_sequence}"
         )
     if axes is None:
-        fig = Figure(figsize=(10.0, 0.42 * n_rows + 1.6), layout="constrained")
+        fig = Figure(figsize=(COLUMN_WIDTH, 0.42 * n_rows + 1.6), layout="constrained")
         axes = fig.subplots(1, 2)
     if len(axes) != 2:
         raise ValueError(f"axes must hold 2 axes (layer norm, batch norm), got {len(axes)}")
     panels = (
-        (axes[0], "layer norm: one token, all its features", (0, token, n_features, 1)),
-        (axes[1], "batch norm: one feature, every token", (feature, 0, 1, n_rows)),
+        (axes[0], "layer norm:\none token, all its features", (0, token, n_features, 1)),
+        (axes[1], "batch norm:\none feature, every token", (feature, 0, 1, n_rows)),
     )
     for ax, title, (x0, y0, width, height) in panels:
         for row, label in enumerate(labels):

@@ -9,6 +9,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from selfattn_lib.plotting.base import (
+    COLUMN_WIDTH,
     OKABE_ITO,
     SEQUENTIAL_CMAP,
 )
@@ -37,8 +38,9 @@ def loss_curve(
     axes: Sequence[Axes] | None = None,
 ) -> Figure:
     """Draw the training loss of every step (light) and its moving average over ``window``
-    steps (dark) on a logarithmic axis; with ``learning_rates``, a second panel shows the
-    learning rate of every step.
+    steps (dark) on a logarithmic axis; with ``learning_rates``, a second panel to its right
+    shows the learning rate of every step. Both panels together are as wide as the book's
+    column (:data:`~selfattn_lib.plotting.base.COLUMN_WIDTH`).
 
     Shapes
     ------
@@ -61,7 +63,8 @@ def loss_curve(
     window = min(window, values.size)
     n_panels = 1 if learning_rates is None else 2
     if axes is None:
-        fig = Figure(figsize=(5.5 * n_panels, 3.8), layout="constrained")
+        figsize = (COLUMN_WIDTH, 3.4) if n_panels == 2 else (5.5, 3.8)
+        fig = Figure(figsize=figsize, layout="constrained")
         axes = np.atleast_1d(fig.subplots(1, n_panels))
     if len(axes) != n_panels:
         raise ValueError(f"axes must hold {n_panels} axes, got {len(axes)}")
@@ -105,13 +108,17 @@ def cross_attention_maps(
     *,
     title: str = "",
     ncols: int = 2,
+    colorbar: bool = True,
     axes: Sequence[Axes] | None = None,
 ) -> Figure:
     """Draw cross-attention weights with the source tokens (keys) across and the tokens the
     decoder writes (queries) down, all on one colour scale from 0 to 1.
 
-    A 2-D ``weights`` gives one map; a 3-D one gives a map per head and, last, their mean.
-    Spaces in the labels are shown as ``"␣"``.
+    A 2-D ``weights`` gives one map; a 3-D one gives a map per head and, last, their mean,
+    in rows of ``ncols`` maps across the book's column (only the first column's maps repeat
+    the label of the rows). Spaces in the labels are shown as ``"␣"``. One colour bar serves
+    all the maps drawn; ``colorbar=False`` leaves it out, e.g. to draw one for several calls
+    with :func:`~selfattn_lib.plotting.base.shared_colorbar`.
 
     Shapes
     ------
@@ -145,28 +152,36 @@ def cross_attention_maps(
         n_heads = values.shape[0]
         maps = [*values, values.mean(axis=0)]
         titles = [f"head {h + 1}" for h in range(n_heads)] + [f"mean of the {n_heads} heads"]
+    first_column = [True] * len(maps)
     if axes is None:
         ncols = max(1, min(int(ncols), len(maps)))
         nrows = -(-len(maps) // ncols)
-        width = 0.26 * values.shape[-1] + 1.5
-        height = 0.26 * values.shape[-2] + 1.3
-        fig = Figure(figsize=(width * ncols + 1.0, height * nrows + 0.4), layout="constrained")
+        t_tgt, t_src = values.shape[-2:]
+        if len(maps) == 1:
+            figsize = (min(COLUMN_WIDTH, 0.26 * t_src + 2.5), 0.26 * t_tgt + 1.7)
+        else:
+            # Cells about square: the width left for the maps' cells, shared by ncols maps.
+            cell = (COLUMN_WIDTH - 1.0 - 0.8 * ncols) / ncols / t_src
+            figsize = (COLUMN_WIDTH, (cell * t_tgt + 0.9) * nrows + 0.4)
+        fig = Figure(figsize=figsize, layout="constrained")
         grid = np.atleast_1d(fig.subplots(nrows, ncols)).ravel()
         for spare in grid[len(maps) :]:
             spare.remove()
         axes = grid[: len(maps)]
+        first_column = [index % ncols == 0 for index in range(len(maps))]
         if title and values.ndim == 3:
             fig.suptitle(title)
     if len(axes) != len(maps):
         raise ValueError(f"axes must hold {len(maps)} axes for these weights, got {len(axes)}")
-    for ax, matrix, panel_title in zip(axes, maps, titles, strict=True):
+    for ax, matrix, panel_title, labelled in zip(axes, maps, titles, first_column, strict=True):
         image = ax.imshow(matrix, cmap=SEQUENTIAL_CMAP, vmin=0.0, vmax=1.0, aspect="auto")
         ax.set_xticks(range(matrix.shape[1]), labels=visible_characters(source_tokens))
         ax.set_yticks(range(matrix.shape[0]), labels=visible_characters(target_tokens))
         ax.tick_params(labelsize=9)
         ax.set_xlabel("source character (key)")
-        ax.set_ylabel("written token (query)")
+        ax.set_ylabel("written token (query)" if labelled else "")
         ax.set_title(panel_title, fontsize=10)
     figure = axes[0].figure
-    figure.colorbar(image, ax=list(axes), label="cross-attention weight", shrink=0.8)
+    if colorbar:
+        figure.colorbar(image, ax=list(axes), label="cross-attention weight", shrink=0.8)
     return figure

@@ -10,6 +10,7 @@ from matplotlib.figure import Figure
 
 from selfattn_lib.online_softmax import running_statistics
 from selfattn_lib.plotting.base import (
+    COLUMN_WIDTH,
     OKABE_ITO,
     SEQUENTIAL_CMAP,
     new_axes,
@@ -98,14 +99,16 @@ def block_schedule(
 ) -> Figure:
     """Draw how online softmax walks through the scores one block of keys at a time.
 
-    Three panels. Left: the ``(T_q, T_k)`` grid of query–key pairs, cut into blocks of
-    ``block_size`` keys; the number and colour of a block is the step at which it is
-    processed (only that ``T_q × block_size`` tile of scores exists at a time), and query
-    ``row`` is outlined. Middle: the scores of query ``row`` (dots) and the running maximum
-    ``m`` after each step (one segment per block), which ends at the row's maximum (dashed).
-    Right: the running sum ``ℓ = Σ exp(s_j − m)`` after each step; when the maximum grows it
-    is first rescaled by ``exp(m_old − m_new)``, and it ends at the softmax denominator
-    (dashed).
+    Three panels, in a figure as wide as the book's column: the grid across the top, the
+    two running statistics side by side below it. Top: the ``(T_q, T_k)`` grid of query–key
+    pairs, cut into blocks of ``block_size`` keys; the number and colour of a block is the
+    step at which it is processed (only that ``T_q × block_size`` tile of scores exists at a
+    time), and query ``row`` is outlined. Bottom left: the scores of query ``row`` (dots)
+    and the running maximum ``m`` after each step (one segment per block), which ends at the
+    row's maximum (dashed). Bottom right: the running sum ``ℓ = Σ exp(s_j − m)`` after each
+    step; when the maximum grows it is first rescaled by ``exp(m_old − m_new)`` (a triangle
+    marks those steps), and it ends at the softmax denominator (dashed). Given ``axes``, the
+    three panels are drawn into them in that order (grid, maximum, sum).
 
     Shapes
     ------
@@ -141,8 +144,9 @@ def block_schedule(
     maxima, sums = running_statistics(values[row], block_size)
 
     if axes is None:
-        fig = Figure(figsize=(14.0, 4.2), layout="constrained")
-        axes = fig.subplots(1, 3, width_ratios=[1.25, 1.0, 1.0])
+        fig = Figure(figsize=(COLUMN_WIDTH, 6.6), layout="constrained")
+        panels = fig.subplot_mosaic([["grid", "grid"], ["max", "sum"]], height_ratios=[1, 1.2])
+        axes = [panels["grid"], panels["max"], panels["sum"]]
     if len(axes) != 3:
         raise ValueError(f"axes must hold 3 axes, got {len(axes)}")
     grid_ax, max_ax, sum_ax = axes
@@ -153,31 +157,37 @@ def block_schedule(
         aspect="auto",
     )
     colours = [image.cmap(image.norm(step)) for step in range(1, n_steps + 1)]
+    number_every = -(-n_steps // 16)  # at most 16 blocks numbered, so that numbers fit
     for step in range(1, n_steps + 1):
         first = (step - 1) * block_size
         last = min(step * block_size, t_k) - 1
+        if step > 1:
+            grid_ax.axvline(first - 0.5, color="white", linewidth=1.5)
+        if (step - 1) % number_every:
+            continue
         grid_ax.text(
             (first + last) / 2,
             (t_q - 1) / 2,
             str(step),
             ha="center",
             va="center",
-            fontsize=11 if n_steps <= 16 else 7,
+            fontsize=11 if n_steps <= 16 else 8,
             fontweight="bold",
             color="white" if step <= (n_steps + 1) / 2 else "black",
         )
-        if step > 1:
-            grid_ax.axvline(first - 0.5, color="white", linewidth=1.5)
     grid_ax.add_patch(
         Rectangle((-0.5, row - 0.5), t_k, 1, fill=False, edgecolor=OKABE_ITO[1], linewidth=2.0)
     )
+    grid_ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    grid_ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     grid_ax.set_xlabel("key $j$")
     grid_ax.set_ylabel("query $i$")
     grid_ax.set_title(
         f"step = key block: {n_steps} steps, tile {t_q} × {min(block_size, t_k)} "
         f"(direct: {t_q} × {t_k})"
     )
-    colorbar = grid_ax.figure.colorbar(image, ax=grid_ax, ticks=range(1, n_steps + 1))
+    stride = -(-n_steps // 8)  # at most 8 numbered ticks on the colour bar
+    colorbar = grid_ax.figure.colorbar(image, ax=grid_ax, ticks=range(1, n_steps + 1, stride))
     colorbar.set_label("step")
 
     keys = np.arange(t_k)
@@ -192,26 +202,28 @@ def block_schedule(
     max_ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     max_ax.set_xlabel("key $j$")
     max_ax.set_ylabel(f"score $s_{{{row}j}}$")
-    max_ax.set_title(f"query {row}: scores and running maximum")
+    max_ax.set_title(f"query {row}: scores and\nrunning maximum", fontsize=11)
     max_ax.legend(loc="lower right", fontsize=8)
 
     steps = np.arange(1, n_steps + 1)
     sum_ax.bar(steps, sums, color=colours, edgecolor="black", linewidth=0.5)
     sum_ax.axhline(sums[-1], color="grey", linestyle="--", linewidth=1.0, label="final ℓ")
     grew = np.flatnonzero(np.diff(maxima) > 0) + 2  # steps at which m grew: ℓ was rescaled
-    for step in grew:
-        sum_ax.annotate(
-            "m grew:\nℓ rescaled",
-            (step, sums[step - 1]),
-            xytext=(0, 6),
-            textcoords="offset points",
-            ha="center",
-            fontsize=7,
+    top = sums.max() * 1.45  # room for the markers and the legend
+    if grew.size:
+        sum_ax.plot(
+            grew,
+            sums[grew - 1] + 0.05 * top,
+            linestyle="none",
+            marker="v",
+            markersize=7,
+            color=OKABE_ITO[1],
+            label="m grew: ℓ rescaled first",
         )
-    sum_ax.set_xticks(steps if n_steps <= 16 else steps[:: -(-n_steps // 16)])
+    sum_ax.set_xticks(steps[:: -(-n_steps // 8)])  # at most 8 ticks
     sum_ax.set_xlabel("step (key block)")
     sum_ax.set_ylabel("running sum ℓ = Σ exp($s_{ij}$ − m)")
-    sum_ax.set_ylim(0, sums.max() * 1.3)
-    sum_ax.set_title(f"query {row}: running sum of exponentials")
+    sum_ax.set_ylim(0, top)
+    sum_ax.set_title(f"query {row}: running sum\nof exponentials", fontsize=11)
     sum_ax.legend(loc="upper left", fontsize=8)
     return grid_ax.figure

@@ -100,3 +100,30 @@ def test_heatmap_colour_limits_give_panels_one_scale():
     assert fig.axes[0].images[0].get_clim() == (0.0, 1.0)
     default = plotting.heatmap(np.array([[0.2, 0.4]]), ["q"], ["a", "b"])
     assert default.axes[0].images[0].get_clim() == (0.0, 0.4)
+
+
+def test_small_multiples_fill_rows_of_at_most_three_and_hide_the_rest():
+    fig, axes = plotting.small_multiples(5, panel_height=2.0)
+    assert len(axes) == 5 and fig.get_size_inches().tolist() == [plotting.COLUMN_WIDTH, 4.0]
+    assert [ax.get_visible() for ax in fig.axes] == [True] * 5 + [False]
+    assert len(plotting.small_multiples(2)[0].axes) == 2
+    with pytest.raises(ValueError, match="n_panels"):
+        plotting.small_multiples(0)
+    with pytest.raises(TypeError):
+        plotting.small_multiples(2.5)
+
+
+def test_shared_colorbar_is_one_bar_for_panels_of_one_scale():
+    fig, axes = plotting.small_multiples(3)
+    for ax in axes:
+        plotting.heatmap(np.eye(2), ["a", "b"], ["a", "b"], vmax=1.0, colorbar=False, ax=ax)
+    plotting.shared_colorbar(axes, "weight")
+    assert len(fig.axes) == 4  # three panels and one colour bar
+    assert fig.axes[-1].get_ylabel() == "weight"
+    other = plotting.small_multiples(2)[1]
+    plotting.heatmap(np.eye(2), ["a", "b"], ["a", "b"], colorbar=False, ax=other[0])
+    plotting.heatmap(2 * np.eye(2), ["a", "b"], ["a", "b"], colorbar=False, ax=other[1])
+    with pytest.raises(ValueError, match="share one colour scale"):
+        plotting.shared_colorbar(other)
+    with pytest.raises(ValueError, match="show an image"):
+        plotting.shared_colorbar(plotting.small_multiples(1)[1])

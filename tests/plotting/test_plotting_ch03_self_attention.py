@@ -50,3 +50,11 @@ def test_ch3_spotlight_attention_pairs_the_bars_with_the_outlined_heatmap_row():
     outline = matrix.patches[-1]
     assert outline.get_xy() == (-0.5, 1.5) and outline.get_width() == 3
     assert colorbar.get_ylabel() == "attention weight"
+
+
+def test_ch3_spotlight_attention_is_no_wider_than_the_column():
+    labels = [f"t{index}" for index in range(8)]
+    fig = plotting.spotlight_attention(np.eye(8), labels, position=3)
+    assert fig.get_size_inches()[0] == plotting.COLUMN_WIDTH
+    short = plotting.spotlight_attention(np.eye(2), ["a", "b"], position=0)
+    assert short.get_size_inches()[0] < plotting.COLUMN_WIDTH

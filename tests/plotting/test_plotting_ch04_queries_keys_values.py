@@ -44,3 +44,17 @@ def test_ch4_projected_weights_are_those_of_the_attention_function():
     drawn = fig.axes[0].images[0].get_array()
     _, expected = scaled_dot_product_attention(x @ (2 * w_q), x @ w_k, x @ w_k)
     assert np.array_equal(drawn, expected)
+
+
+def test_ch4_projected_weights_leave_out_their_colour_bar_for_a_shared_one():
+    x = np.eye(3, 4)
+    alone = plotting.projected_attention_weights(x, np.ones((4, 2)), np.ones((4, 2)), "abc")
+    assert len(alone.axes) == 2  # the heatmap and its colour bar
+    fig, panels = plotting.small_multiples(2, columns=2)
+    for panel, scale in zip(panels, (0.0, 5.0), strict=True):
+        plotting.projected_attention_weights(
+            x, np.eye(4, 2), np.eye(4, 2), "abc", query_scale=scale, colorbar=False, ax=panel
+        )
+    assert len(fig.axes) == 2  # no colour bar yet
+    plotting.shared_colorbar(panels, "attention weight")  # both panels run from 0 to 1
+    assert len(fig.axes) == 3 and fig.axes[2].get_ylabel() == "attention weight"

@@ -10,7 +10,7 @@ from selfattn_lib import plotting
 def test_ch5_scaling_effect_shows_the_spread_and_the_weights_of_one_query():
     fig = plotting.scaling_effect(64, n_keys=5, n_samples=500, rng=np.random.default_rng(1))
     hist_ax, bar_ax = fig.axes
-    assert hist_ax.get_title().startswith("d_k = 64: std of q·k ")
+    assert hist_ax.get_title().startswith("d_k = 64: std of q·k\n")  # two lines
     assert (hist_ax.get_xlabel(), bar_ax.get_xlabel(), bar_ax.get_ylabel()) == (
         "score",
         "key",
@@ -67,3 +67,15 @@ def test_ch5_scaling_effect_takes_an_rng_and_is_reproducible_with_it():
     assert heights(None) == heights(np.random.default_rng([0, 16]))  # the default per d_k
     with pytest.raises(TypeError, match="rng"):
         plotting.scaling_effect(16, rng=3)
+
+
+def test_ch5_scaling_effect_fits_the_column_and_its_legend_clears_a_weight_of_one():
+    fig = plotting.scaling_effect(1024)
+    assert fig.get_size_inches()[0] <= plotting.COLUMN_WIDTH
+    bar_ax = fig.axes[1]
+    assert bar_ax.get_ylim()[1] > 1.3  # room above the tallest bar for the legend
+    assert bar_ax.get_yticks().max() == 1.0  # no tick at an impossible weight
+    fig, panels = plotting.small_multiples(4, columns=2)
+    plotting.scaling_effect(4, axes=panels[:2])  # one row of small multiples
+    plotting.scaling_effect(64, axes=panels[2:])
+    assert [ax.get_title().split(":")[0] for ax in panels[::2]] == ["d_k = 4", "d_k = 64"]

@@ -16,7 +16,7 @@ def ch6_weights_of(fig, panel):
 def test_ch6_mask_and_weights_draws_mask_and_weights_per_sequence():
     scores = np.random.default_rng(0).normal(size=(2, 3, 3))
     fig = plotting.mask_and_weights(scores, CH6_TOKENS, [3, 2], "both")
-    assert len(fig.axes) == 8  # 4 heatmaps, each with its colour bar
+    assert len(fig.axes) == 5  # 4 heatmaps and the one colour bar they share
     np.testing.assert_array_equal(ch6_weights_of(fig, 0), np.tril(np.ones((3, 3))))
     np.testing.assert_array_equal(
         ch6_weights_of(fig, 2), [[1, 0, 0], [1, 1, 0], [1, 1, 0]]
@@ -57,3 +57,25 @@ def test_ch6_mask_and_weights_rejects_bad_input_and_draws_into_given_axes():
         is fig
     )
     assert axes[0, 0].get_title() == "" and axes[1, 0].get_title() == "mask: causal (length 3)"
+
+
+def test_ch6_mask_and_weights_share_one_colour_scale_and_fit_the_column():
+    scores = np.random.default_rng(1).normal(size=(2, 3, 3))
+    fig = plotting.mask_and_weights(scores, CH6_TOKENS, [3, 2], "padding")
+    assert fig.get_size_inches()[0] <= plotting.COLUMN_WIDTH
+    heatmaps = fig.axes[:4]
+    assert {ax.images[0].get_clim() for ax in heatmaps} == {(0.0, 1.0)}
+    positions = [ax.get_subplotspec().get_geometry()[:2] for ax in heatmaps]
+    assert positions == [(2, 2)] * 4  # one row (mask, weights) per sequence
+    assert fig.axes[4].get_ylabel() == "weight (mask: 1 = may attend)"
+    grid = plotting.small_multiples(12, columns=3)
+    _, panels = grid
+    for column, kind in enumerate(["padding", "causal", "both"]):
+        plotting.mask_and_weights(
+            scores, CH6_TOKENS, [3, 2], kind, colorbar=False, axes=panels[column::3]
+        )
+    assert len(grid[0].axes) == 12  # no colour bar until the caller adds one
+    assert panels[2].get_title() == "mask: both (length 3)"
+    assert panels[3].get_title() == "attention weights"
+    plotting.shared_colorbar(panels, "weight")
+    assert len(grid[0].axes) == 13

@@ -36,6 +36,18 @@ def test_ch7_head_layout_colours_every_feature_by_its_head_and_labels_its_origin
     # token labels around the grid are not.
     in_layout = {text.get_text(): text.get_in_layout() for text in ax.texts}
     assert not in_layout["t1 f3"] and not in_layout["9"] and in_layout["cat"]
+    # Every label stays readable in the book's column: 8 points at least.
+    assert min(text.get_fontsize() for text in ax.texts) >= 8
+
+
+def test_ch7_head_layout_alone_fits_the_column():
+    for values, layout in [
+        (CH7_NUMBERS, "T D"),
+        (CH7_NUMBERS.reshape(4, 2, 3), "T H D_h"),
+        (CH7_NUMBERS.reshape(4, 2, 3).transpose(1, 0, 2), "H T D_h"),
+    ]:
+        fig = plotting.head_layout(values, layout, n_heads=2)
+        assert fig.get_size_inches()[0] <= plotting.COLUMN_WIDTH
 
 
 def test_ch7_head_layout_draws_one_grid_per_head_after_the_transpose():
@@ -88,6 +100,36 @@ def test_ch7_head_weights_draws_every_head_on_one_colour_scale():
     assert heatmaps[1].texts[0].get_text() == "0.33"
     assert not heatmaps[1].texts[0].get_in_layout()  # inside its cell: not measured by the layout
     assert len(fig.axes) == 3 and fig.axes[2].get_ylabel() == "weight"  # one shared colour bar
+    # The right panel leaves the query labels to the left one, beside it in the same row.
+    assert heatmaps[0].get_ylabel() == "query" and heatmaps[1].get_ylabel() == ""
+    assert [tick.label1.get_visible() for tick in heatmaps[0].yaxis.get_major_ticks()] == [True] * 3
+    assert not any(tick.label1.get_visible() for tick in heatmaps[1].yaxis.get_major_ticks())
+    assert min(text.get_fontsize() for ax in heatmaps for text in ax.texts) >= 8
+
+
+def test_ch7_head_weights_fits_the_column_in_rows_of_three():
+    fig = plotting.head_weights(np.full((5, 4, 4), 0.25), ["a", "b", "c", "d"])
+    assert fig.get_size_inches()[0] <= plotting.COLUMN_WIDTH
+    heatmaps = [ax for ax in fig.axes if ax.images and ax.get_visible()]
+    rows = [ax.get_subplotspec().rowspan.start for ax in heatmaps]
+    assert rows == [0, 0, 0, 1, 1]
+    assert [ax.get_ylabel() for ax in heatmaps] == ["query", "", "", "query", ""]
+    single = plotting.head_weights(np.full((1, 5, 5), 0.2), list("abcde"))
+    assert single.get_size_inches()[0] <= plotting.COLUMN_WIDTH
+
+
+def test_ch7_head_weights_without_colorbar_leaves_one_to_share():
+    fig = Figure()
+    grid = fig.subplots(2, 2)
+    for row_axes, tokens in zip(grid, (["a", "b"], ["c", "d"]), strict=True):
+        drawn = plotting.head_weights(
+            np.full((2, 2, 2), 0.5), tokens, colorbar=False, axes=row_axes
+        )
+        assert drawn is fig
+    assert len(fig.axes) == 4  # the four panels, no colour bar
+    plotting.shared_colorbar(list(grid.flat), "weight")
+    assert len(fig.axes) == 5 and fig.axes[4].get_ylabel() == "weight"
+    assert [ax.get_ylabel() for ax in grid.flat] == ["query", "", "query", ""]
 
 
 def test_ch7_head_weights_rejects_bad_input_and_draws_into_given_axes():

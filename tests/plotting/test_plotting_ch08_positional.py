@@ -82,6 +82,7 @@ def test_ch8_positional_waves_marks_the_value_and_highlights_the_dimension():
     colours = {patch.get_facecolor() for i, patch in enumerate(vector_ax.patches) if i != 3}
     assert len(colours) == 1 and vector_ax.patches[3].get_facecolor() not in colours
     assert vector_ax.get_title() == "PE[5], all 8 dimensions"
+    assert fig.get_size_inches()[0] == plotting.COLUMN_WIDTH  # fits the book's column
 
 
 def test_ch8_positional_waves_rejects_bad_input_and_draws_into_given_axes():

@@ -51,6 +51,8 @@ def test_ch9_encoder_layer_diagram_draws_the_steps_in_order(norm_first, steps, t
     assert heights == sorted(heights), "the flow goes from the bottom to the top"
     arrows = [text for text in ax.texts if not text.get_text()]
     assert len(arrows) == 7 + 2  # one per step of the main path, one per residual path
+    assert texts[7].startswith("to the next layer")
+    assert texts[7].count("\n") == int(norm_first)  # pre-norm's longer label is wrapped
 
 
 def test_ch9_encoder_layer_diagram_draws_into_given_axes():
@@ -76,6 +78,8 @@ def test_ch9_normalization_axes_highlights_a_row_and_a_column():
         assert ax.get_xlabel() == "feature (D axis)"
         assert [line.get_ydata()[0] for line in ax.lines] == [2]  # between the two sequences
     assert layer_ax.get_ylim() == (4, 0)  # the first token at the top
+    assert layer_ax.get_title() == "layer norm:\none token, all its features"  # two lines
+    assert fig.get_size_inches()[0] == plotting.COLUMN_WIDTH  # fits the book's column
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,7 @@ def test_ch10_loss_curve_draws_losses_average_and_learning_rates():
     np.testing.assert_allclose(rate_ax.lines[0].get_ydata(), rates)
     assert rate_ax.get_ylabel() == "learning rate"
     assert len(plotting.loss_curve(losses).axes) == 1
+    assert fig.get_size_inches()[0] <= plotting.COLUMN_WIDTH  # both panels fit the column
     assert len(plotting.loss_curve([1.0, 0.5], window=10).axes[0].lines[1].get_ydata()) == 1
 
 
@@ -59,6 +60,26 @@ def test_ch10_cross_attention_maps_per_head_and_mean_on_one_scale():
     assert panels[0].get_xlabel() == "source character (key)"
     assert panels[0].images[0].get_clim() == (0.0, 1.0)
     assert colorbar.get_ylabel() == "cross-attention weight"
+    # Two maps per row across the column; the rows are labelled in the first column only.
+    assert fig.get_size_inches()[0] <= plotting.COLUMN_WIDTH
+    assert [bool(ax.get_ylabel()) for ax in panels] == [True, False, True, False]
+    assert min(t.get_fontsize() for t in panels[0].get_xticklabels()) >= 8
+
+
+def test_ch10_cross_attention_maps_without_colorbar_share_one():
+    fig = Figure()
+    axes = fig.subplots(1, 2)
+    for ax, n_source in zip(axes, (3, 5), strict=True):
+        plotting.cross_attention_maps(
+            np.full((2, n_source), 1 / n_source),
+            list("abcde")[:n_source],
+            ["1", "2"],
+            colorbar=False,
+            axes=[ax],
+        )
+    assert len(fig.axes) == 2  # no colour bar yet
+    plotting.shared_colorbar(list(axes), "cross-attention weight")
+    assert len(fig.axes) == 3 and fig.axes[2].get_ylabel() == "cross-attention weight"
 
 
 def test_ch10_cross_attention_maps_single_map_into_given_axes():

@@ -65,8 +65,32 @@ def test_ch11_block_schedule_numbers_the_key_blocks_and_tracks_max_and_sum():
     np.testing.assert_allclose(sums[0], np.exp(-2.0) + 1.0)
     np.testing.assert_allclose(sums[1], (np.exp(-2.0) + 1.0) * np.exp(-1.0) + np.exp(-2.0) + 1.0)
     np.testing.assert_allclose(sums[-1], np.exp(scores[0] - 3.0).sum())
-    assert [text.get_text() for text in sum_ax.texts] == ["m grew:\nℓ rescaled"]
-    assert sum_ax.lines[0].get_ydata()[0] == pytest.approx(np.exp(scores[0] - 3.0).sum())
+    # One marker over the step at which m grew (step 2) and ℓ was rescaled.
+    final, grew = sum_ax.lines
+    assert grew.get_label() == "m grew: ℓ rescaled first"
+    assert grew.get_xdata().tolist() == [2] and grew.get_ydata()[0] > sums[1]
+    assert final.get_ydata()[0] == pytest.approx(np.exp(scores[0] - 3.0).sum())
+
+
+def test_ch11_block_schedule_fits_the_column_with_the_grid_on_top():
+    fig = plotting.block_schedule(np.random.default_rng(1).normal(size=(16, 16)), 4)
+    assert fig.get_size_inches()[0] <= plotting.COLUMN_WIDTH
+    grid_ax, max_ax, sum_ax = fig.axes[:3]
+    grid_box, max_box, sum_box = (ax.get_position() for ax in (grid_ax, max_ax, sum_ax))
+    assert grid_box.y0 > max(max_box.y1, sum_box.y1)  # the grid is above the two others
+    assert max_box.x1 < sum_box.x0  # which sit side by side
+    texts = [t for ax in fig.axes for t in (*ax.texts, *ax.get_xticklabels(), ax.title)]
+    assert min(t.get_fontsize() for t in texts) >= 8
+
+
+def test_ch11_block_schedule_numbers_at_most_16_blocks_and_marks_no_rescale_for_one():
+    scores = np.random.default_rng(3).normal(size=(4, 48))
+    fig = plotting.block_schedule(scores, 1)
+    numbers = [text.get_text() for text in fig.axes[0].texts]
+    assert numbers == [str(step) for step in range(1, 49, 3)]
+    assert len(fig.axes[2].get_xticks()) <= 8
+    one_block = plotting.block_schedule(scores, 64)
+    assert len(one_block.axes[2].lines) == 1  # only the final ℓ: m never grew
 
 
 def test_ch11_block_schedule_one_block_is_the_direct_softmax():
