@@ -23,7 +23,7 @@ from urllib.parse import urlparse
 import pytest
 from bs4 import BeautifulSoup
 from conftest import BROWSER_SKIP_REASON
-from course import ROOT, toc_files
+from course import COLUMN_PX, ROOT, toc_files
 
 HTML = ROOT / "_build" / "html"
 PAGES = [f"{file}.html" for file in toc_files()]
@@ -98,6 +98,7 @@ def test_figures_have_alt_text_and_solutions_are_hidden(site, page):
         figure = image.find_parent("figure")
         assert figure is not None and figure.find("figcaption"), image.get("src")
         assert (site / page).parent.joinpath(image["src"]).resolve().is_file()
+        assert image.find_parent("a")["href"] == image["src"], "a click opens it full size"
     solutions = content.select(".solution")
     assert solutions and all("dropdown" in solution["class"] for solution in solutions)
     assert content.select(".exercise")
@@ -141,7 +142,7 @@ def browser():
         "--disable-sync",
         "--disable-quic",
         "--no-first-run",
-        "--window-size=1280,1000",
+        "--window-size=1366,768",
         # The network is off: nothing resolves but the local server, and every request that
         # is not to it goes to a proxy that does not exist.
         "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
@@ -174,24 +175,95 @@ return {
     .map(selector => document.querySelector(selector))
     .filter(column => column && column.scrollWidth > column.clientWidth + 1)
     .map(column => column.className || column.tagName),
+  // The page itself scrolls sideways (a phone's screen is narrower than some content).
+  page_width: document.documentElement.scrollWidth,
+  content_width: document.documentElement.clientWidth,  // the window less its scroll bar
+  window_width: window.innerWidth,
+  // MathJax puts every formula in the tab order unless told not to (_config.yml); a screen
+  // reader still gets each formula as MathML.
+  formulas: document.querySelectorAll("mjx-container").length,
+  // A display formula wider than the column scrolls, and only such a one is tabbable (to
+  // scroll it with the keyboard: book/_static/course.js).
+  tabbable_formulas: [...document.querySelectorAll("mjx-container[tabindex='0']")]
+    .filter(formula => formula.scrollWidth <= formula.clientWidth + 1).length,
+  formulas_with_mathml: document.querySelectorAll("mjx-container mjx-assistive-mml").length,
 };
 """
 
+# A laptop and a phone (CSS pixels): every page is checked at both.
+VIEWPORTS = {"laptop": (1366, 768), "phone": (390, 844)}
 
-@pytest.mark.parametrize("page", PAGES)
-def test_page_renders_in_chromium_with_the_network_off(browser, server, page):
+
+def open_page(browser, server: str, page: str, viewport: str) -> int | None:
+    """Load ``page`` at the size of ``viewport`` and wait for MathJax; the number of
+    formulas it typeset (None on a page without MathJax)."""
+    browser.set_window_size(*VIEWPORTS[viewport])
     browser.set_script_timeout(30)
     browser.get(f"{server}/{page}")
-    typeset = browser.execute_async_script(WAIT_FOR_MATHJAX)
+    return browser.execute_async_script(WAIT_FOR_MATHJAX)
+
+
+@pytest.mark.parametrize("viewport", VIEWPORTS)
+@pytest.mark.parametrize("page", PAGES)
+def test_page_renders_in_chromium_with_the_network_off(browser, server, page, viewport):
+    typeset = open_page(browser, server, page, viewport)
     facts = browser.execute_script(PAGE_FACTS)
+    assert facts["window_width"] == VIEWPORTS[viewport][0], "the window has the viewport's size"
     if page in CHAPTERS or page == "book/notation.html":
         assert typeset, "MathJax typeset the maths on the page"
     assert facts["math_errors"] == 0 and facts["raw_math"] == 0
     assert facts["broken_images"] == []
     assert facts["remote"] == [], "nothing is loaded from the network"
     assert facts["overflowing"] == [], "no column is wider than the window lets it be"
+    assert facts["page_width"] <= facts["content_width"], "the page does not scroll sideways"
+    assert facts["tabbable_formulas"] == 0, "formulas that do not scroll are out of the tab order"
+    assert facts["formulas_with_mathml"] == facts["formulas"], "each formula keeps its MathML"
     errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
     assert errors == []
+
+
+WIDEST_FIGURE = """
+const done = arguments[arguments.length - 1];
+const shown = document.querySelector("figure img");
+const probe = shown.cloneNode();
+probe.removeAttribute("width");
+probe.removeAttribute("height");
+probe.onload = () => { const width = probe.clientWidth; probe.remove(); done(width); };
+probe.src = "data:image/svg+xml," + encodeURIComponent(
+  '<svg xmlns="http://www.w3.org/2000/svg" width="3000" height="10"></svg>');
+shown.after(probe);
+"""
+
+
+def test_figures_are_shown_at_least_as_wide_as_their_text_rule_assumes(browser, server):
+    """tests/test_isolated_run.py checks each figure's text at the size the column shows it,
+    for a column of COLUMN_PX: an image 3,000 px wide, put where a figure is, shows there."""
+    open_page(browser, server, CHAPTERS[0], "laptop")
+    assert browser.execute_async_script(WIDEST_FIGURE) >= COLUMN_PX
+
+
+SOLUTION_CLICK = """
+const title = document.querySelector(".solution.toggle > .admonition-title");
+title.scrollIntoView({block: "center"});
+const solution = title.parentElement, before = window.scrollY;
+const hidden = solution.classList.contains("toggle-hidden");
+// Where a reader aims: the middle of the title's text, which was once a link away.
+const text = title.querySelector("span") || title;
+const box = text.getBoundingClientRect();
+document.elementFromPoint(box.left + box.width / 2, box.top + box.height / 2).click();
+return {hidden_before: hidden, hidden_after: solution.classList.contains("toggle-hidden"),
+        scrolled: Math.abs(window.scrollY - before)};
+"""
+
+
+@pytest.mark.parametrize("viewport", VIEWPORTS)
+@pytest.mark.parametrize("page", CHAPTERS)
+def test_a_click_on_a_solution_title_opens_it_where_it_is(browser, server, page, viewport):
+    open_page(browser, server, page, viewport)
+    click = browser.execute_script(SOLUTION_CLICK)
+    assert click["hidden_before"], "solutions start hidden"
+    assert not click["hidden_after"], "the click opened the solution"
+    assert click["scrolled"] < 5, "the click did not jump elsewhere on the page"
 
 
 # --- Accessibility: axe-core in Chromium ---------------------------------------------------

@@ -7,6 +7,10 @@ on every notebook page and the second ``const`` declaration throws a SyntaxError
 browser. Dropping exact duplicates from the page's script list removes the error and changes
 nothing else.
 
+A figure opens at full size when clicked (its image is wrapped in a link to itself). A
+solution's title opens the solution when clicked: its link back to the exercise becomes
+plain text (see ``SOLUTION_TITLE_LINK``).
+
 Four accessibility fixes (axe rules in brackets), each the smallest change that works:
 
 - docutils 0.21 marks each bibliography entry ``role="doc-biblioentry"``, a role ARIA 1.3
@@ -48,6 +52,38 @@ def drop_duplicate_scripts(
             seen.add(key)
             unique.append(script)
     context["script_files"] = unique
+
+
+# sphinx-exercise titles a solution "Solution to <a href="#exercise">Exercise 2.1 (…)</a>". The
+# link fills most of the title that sphinx-togglebutton makes clickable, so a click on it
+# jumps back to the exercise instead of opening the solution (on a phone only the chevron
+# is left). The link becomes plain text; the exercise is just above its solution anyway.
+SOLUTION_TITLE_LINK = re.compile(
+    r'(<div class="solution[^"]*"[^>]*>\s*<p class="admonition-title">[^<]*)'
+    r'<a class="reference internal" href="[^"]*">(.*?)</a>'
+)
+
+
+def solution_titles_open_the_solution(
+    app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
+) -> None:
+    if "body" in context:
+        context["body"] = SOLUTION_TITLE_LINK.sub(r"\1<span>\2</span>", context["body"])
+
+
+# A figure is shown at most as wide as the column; a click opens its image at full size.
+FIGURE_IMAGE = re.compile(r'(<figure [^>]*>\s*)(<img [^>]*\bsrc="([^"]+)"[^>]*>)')
+
+
+def figures_open_at_full_size(
+    app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
+) -> None:
+    if "body" in context:
+        context["body"] = FIGURE_IMAGE.sub(
+            r'\1<a class="figure-full-size" href="\3" title="Open the figure at full size">'
+            r"\2</a>",
+            context["body"],
+        )
 
 
 def bibliography_entries_as_list_items(
@@ -94,5 +130,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     # Run after every other extension has added its page scripts.
     app.connect("html-page-context", drop_duplicate_scripts, priority=900)
     app.connect("html-page-context", bibliography_entries_as_list_items, priority=900)
+    app.connect("html-page-context", solution_titles_open_the_solution, priority=900)
+    app.connect("html-page-context", figures_open_at_full_size, priority=900)
     app.connect("builder-inited", fix_theme_templates)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
