@@ -242,6 +242,31 @@ def test_figures_are_shown_at_least_as_wide_as_their_text_rule_assumes(browser, 
     assert browser.execute_async_script(WIDEST_FIGURE) >= COLUMN_PX
 
 
+SEARCH_RESULTS = """
+const done = arguments[arguments.length - 1];
+const results = () => [...document.querySelectorAll("ul.search li")];
+const wait = setInterval(() => {
+  const items = results();
+  // Every result's snippet is fetched from its page: wait until they are all there.
+  if (items.length && items.every(item => item.querySelector("p.context"))) {
+    clearInterval(wait);
+    done(items.map(item => ({href: item.querySelector("a").getAttribute("href"),
+                             snippet: item.querySelector("p.context").textContent})));
+  }
+}, 100);
+"""
+
+
+def test_search_finds_the_chapter_named_after_the_word_first_with_snippets_from_the_text(
+    browser, server
+):
+    open_page(browser, server, "search.html?q=softmax", "laptop")
+    results = browser.execute_async_script(SEARCH_RESULTS)
+    assert results[0]["href"].startswith("notebooks/02_softmax.html")
+    for result in results:
+        assert ".ipynb .pdf" not in result["snippet"] and "Contents" not in result["snippet"]
+
+
 SOLUTION_CLICK = """
 const title = document.querySelector(".solution.toggle > .admonition-title");
 title.scrollIntoView({block: "center"});

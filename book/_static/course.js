@@ -16,3 +16,33 @@ window.addEventListener("load", () => {
   typeset.then(focusScrollingFormulas);
 });
 window.addEventListener("resize", focusScrollingFormulas);
+
+// The search page (Sphinx's searchtools.js). A chapter whose title names the searched word
+// ranks first: by default the glossary's terms, which Sphinx counts as objects, come before
+// the softmax chapter when a reader searches "softmax". And a result's snippet comes from
+// the page's article, not from the theme's page contents and buttons around it.
+function improveSearch() {
+  if (typeof Search === "undefined" || typeof Scorer === "undefined") return;
+  const words = (new URLSearchParams(window.location.search).get("q") || "")
+    .toLowerCase()
+    .split(/\s+/)
+    .filter(Boolean);
+  Scorer.score = ([docname, title, anchor, descr, score]) => {
+    const pageTitle = title.split(" > ")[0].toLowerCase();
+    const named = words.length > 0 && words.every((word) => pageTitle.includes(word));
+    return named && !anchor ? score + 100 : score;
+  };
+  const pageText = Search.htmlToText;
+  Search.htmlToText = (htmlString, anchor) => {
+    const page = new DOMParser().parseFromString(htmlString, "text/html");
+    page.querySelectorAll(".bd-sidebar-secondary, .bd-header-article, .onlyprint, .prev-next-area")
+      .forEach((element) => element.remove());
+    return pageText(page.documentElement.outerHTML, anchor);
+  };
+}
+
+if (document.readyState === "loading") {
+  document.addEventListener("DOMContentLoaded", improveSearch);
+} else {
+  improveSearch();
+}
