@@ -187,6 +187,12 @@ return {
   tabbable_formulas: [...document.querySelectorAll("mjx-container[tabindex='0']")]
     .filter(formula => formula.scrollWidth <= formula.clientWidth + 1).length,
   formulas_with_mathml: document.querySelectorAll("mjx-container mjx-assistive-mml").length,
+  // An inline formula wider than its line scrolls (book/_static/course.css); none is cut off.
+  cut_formulas: [...document.querySelectorAll("span.math")].filter(span => {
+    const math = span.querySelector("mjx-math");
+    const scrolls = ["auto", "scroll"].includes(getComputedStyle(span).overflowX);
+    return math && !scrolls && math.getBoundingClientRect().width > span.clientWidth + 1;
+  }).map(span => span.textContent.slice(0, 60)),
 };
 """
 
@@ -218,6 +224,7 @@ def test_page_renders_in_chromium_with_the_network_off(browser, server, page, vi
     assert facts["page_width"] <= facts["content_width"], "the page does not scroll sideways"
     assert facts["tabbable_formulas"] == 0, "formulas that do not scroll are out of the tab order"
     assert facts["formulas_with_mathml"] == facts["formulas"], "each formula keeps its MathML"
+    assert facts["cut_formulas"] == [], "no formula is cut off"
     errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
     assert errors == []
 
