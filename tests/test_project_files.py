@@ -105,6 +105,17 @@ def test_the_book_workflow_builds_with_make_book_and_deploys_to_pages():
     assert steps(deploy)[0] == ["actions/deploy-pages"]
 
 
+def test_the_book_workflow_rebuilds_the_plain_edition_that_the_launch_links_open(config):
+    plain = workflow("book.yml")["jobs"]["plain"]
+    assert plain["if"] == "github.ref == 'refs/heads/main'"
+    assert plain["permissions"] == {"contents": "write"}
+    runs = "\n".join(steps(plain)[1])
+    assert "python -m tools.plain_edition --output ." in runs
+    branch = config["repository"]["branch"]
+    assert branch != "main", "the launch links open the plain edition, not the MyST source"
+    assert f"git switch --create {branch}" in runs and f"git push --force origin {branch}" in runs
+
+
 def test_the_test_workflow_runs_ci_run_on_pull_requests():
     tests = workflow("tests.yml")
     assert "pull_request" in tests["on"]

@@ -10,6 +10,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from tools.plain_edition import plain_edition
 from tools.repository import published_notebooks, read_chapter, read_notebook
 from tools.student_copies import (
     NOTE_ID,
@@ -92,7 +93,8 @@ def test_a_copy_drops_the_solutions_and_keeps_everything_else(path):
 
 @pytest.mark.parametrize("path", WITH_EXERCISES, ids=by_name)
 def test_a_copy_runs_top_to_bottom_with_every_exercise_not_attempted(path, tmp_path):
-    copy = execute(student_copy(read_notebook(path)), tmp_path)  # raises on any error
+    # The copy as `make student` writes it: in plain Markdown (tools/plain_edition.py).
+    copy = execute(plain_edition(student_copy(read_notebook(path)), path), tmp_path)
     for cell in copy.cells:
         for output in cell.get("outputs", []):
             assert output.get("name") != "stderr", f"stderr output in: {cell.source[:80]}"

@@ -37,6 +37,13 @@ def repository_url(root: Path = ROOT) -> str:
     return load_config(root)["repository"]["url"].rstrip("/")
 
 
+def site_url(root: Path = ROOT) -> str:
+    """The published site, ``https://<owner>.github.io/<name>/``: GitHub Pages of the course
+    repository (.github/workflows/book.yml publishes it there)."""
+    owner, name = repository_url(root).removeprefix("https://github.com/").split("/")
+    return f"https://{owner.lower()}.github.io/{name}/"
+
+
 def load_toc(root: Path = ROOT) -> dict:
     return yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
 

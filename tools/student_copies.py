@@ -11,7 +11,9 @@ figures, each exercise with its stub and its checker — and loses
 - the *Open in Colab* / *Launch Binder* links of the opening cell, which open the course's own
   notebook, solutions included.
 
-A short note after the opening cell says that it is a student copy. The copy is then run top
+A short note after the opening cell says that it is a student copy. The copy is written in
+plain Markdown (tools/plain_edition.py), so that Jupyter, JupyterLab and Colab show each
+exercise's title, difficulty and maths instead of raw MyST. The copy is then run top
 to bottom in a fresh kernel, in an empty directory, and saved with the outputs of that run,
 so no output can come from a solution (``--no-execute`` writes copies without outputs).
 
@@ -33,6 +35,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+from tools.plain_edition import plain_edition
 from tools.repository import ROOT, published_notebooks, read_notebook, write_notebook
 
 SOLUTION_TAG = "solution"
@@ -169,10 +172,13 @@ def checker_results(nb: nbformat.NotebookNode) -> list[CheckerResult]:
 
     for cell in nb.cells:
         if cell.cell_type == "markdown":
-            starts_exercise = bool(EXERCISE.search(cell.source))
+            # An exercise in MyST (the course's notebooks) or in plain Markdown, whose cell
+            # keeps its label in its metadata (a student copy: tools/plain_edition.py).
+            plain = cell.metadata.get("course", {}).get("exercise", {}).get("label")
+            starts_exercise = bool(plain or EXERCISE.search(cell.source))
             if starts_exercise or re.match(r"#{1,2} ", cell.source):
                 close()
-                label = _exercise_label(cell.source) if starts_exercise else None
+                label = (plain or _exercise_label(cell.source)) if starts_exercise else None
                 last = None
         elif label is not None and re.search(r"\bcheck_\w+\(", cell.source):
             last = cell
@@ -188,7 +194,7 @@ def write_student_copies(output: Path, *, run: bool = True) -> list[Path]:
         nb = read_notebook(path)
         if not has_exercises(nb):
             continue
-        student = student_copy(nb)
+        student = plain_edition(student_copy(nb), path)
         if run:
             with tempfile.TemporaryDirectory() as workdir:
                 execute(student, Path(workdir))

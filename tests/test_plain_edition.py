@@ -1,0 +1,190 @@
+"""tools/plain_edition.py: every chapter, and every student copy, rendered the way plain
+Jupyter and Colab render Markdown (nbconvert's HTML exporter), shows no MyST role or
+directive as text, and shows each exercise as a heading with its number, difficulty, title
+and maths; the converter's pieces on small examples."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+from bs4 import BeautifulSoup
+from nbconvert import HTMLExporter
+
+from tools.plain_edition import (
+    Converter,
+    Exercise,
+    Target,
+    UnknownReference,
+    bibliography,
+    collapse_blank_lines,
+    exercises_of,
+    main,
+    plain_edition,
+)
+from tools.repository import published_notebooks, read_chapter, read_notebook, site_url
+from tools.student_copies import has_exercises, student_copy
+
+NOTEBOOKS = published_notebooks()
+# What plain Markdown would show of MyST: a role, a directive's fence, a label target.
+RAW_MYST = re.compile(
+    r"\{(cite|ref|doc|numref|term|eq)\}`|\{(exercise|solution[-\w]*)\}|^\([\w-]+\)=$",
+    re.MULTILINE,
+)
+
+
+def rendered_markdown(nb: nbformat.NotebookNode) -> list[BeautifulSoup]:
+    """Each markdown cell of ``nb`` as nbconvert renders it (outputs left out: only the
+    text is checked)."""
+    bare = nbformat.from_dict(nb)
+    for cell in bare.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+    html, _ = HTMLExporter(template_name="basic").from_notebook_node(bare)
+    page = BeautifulSoup(html, "html.parser")
+    return page.select(".jp-MarkdownCell .jp-RenderedMarkdown, .text_cell_render")
+
+
+def check_renders_plainly(nb: nbformat.NotebookNode, path: Path) -> None:
+    markdown = [cell for cell in nb.cells if cell.cell_type == "markdown"]
+    rendered = rendered_markdown(nb)
+    assert len(rendered) == len(markdown)
+    for cell in rendered:
+        text = cell.get_text("\n")
+        raw = RAW_MYST.search(text)
+        assert raw is None, f"raw MyST {raw[0]!r} in {text[:200]!r}"
+        assert not cell.select("code[class*='language-{']"), "a directive shown as code"
+    headings = [h.get_text(" ", strip=True).rstrip("¶ ") for c in rendered for h in c("h3")]
+    # Each exercise: a heading, and its label, number, title and difficulty in metadata.
+    exercises = [
+        cell.metadata["course"]["exercise"]
+        for cell in markdown
+        if "exercise" in cell.metadata.get("course", {})
+    ]
+    assert [exercise["label"] for exercise in exercises] == [
+        exercise.label for exercise in read_chapter(path).exercises
+    ]
+    for exercise in exercises:
+        level = exercise["difficulty"] + (", optional" if exercise["optional"] else "")
+        level = f" ({level})" if level else ""
+        assert f"Exercise {exercise['number']}{level}: {exercise['title']}" in headings
+    # An exercise's maths is left as TeX for the notebook's MathJax, never in a code block.
+    for source, cell in zip(markdown, rendered, strict=True):
+        if "exercise" in source.metadata.get("course", {}) and "$" in source.source:
+            assert "$" in cell.get_text()
+            assert not any("$" in code.get_text() for code in cell("pre"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.stem)
+def test_a_chapter_renders_in_plain_jupyter_without_myst(path):
+    plain = plain_edition(read_notebook(path), path)
+    check_renders_plainly(plain, path)
+    for cell in plain.cells:
+        if "solution" in cell.metadata.get("tags", []):
+            assert cell.metadata["jupyter"]["source_hidden"], "solutions are folded"
+    nbformat.validate(plain)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [path for path in NOTEBOOKS if has_exercises(read_notebook(path))],
+    ids=lambda path: path.stem,
+)
+def test_a_student_copy_renders_in_plain_jupyter_without_myst(path):
+    copy = plain_edition(student_copy(read_notebook(path)), path)
+    check_renders_plainly(copy, path)
+
+
+# --- The pieces -----------------------------------------------------------------------------
+
+
+def converter() -> Converter:
+    return Converter(
+        site="https://o.github.io/r/",
+        page="notebooks/02_softmax",
+        labels={"sec-x": Target("notebooks/06_masks", "sec-x", "Padding")},
+        titles={"notebooks/06_masks": "Masks", "book/glossary": "Glossary"},
+        citations={"a": "Vaswani et al., 2017", "b": "Bridle, 1990"},
+        exercises={"ex-1": Exercise("ex-1", "2.1", "Predict", "easy", False)},
+    )
+
+
+def test_roles_become_links_to_the_site():
+    convert = converter().markdown
+    assert convert("See {ref}`sec-x`.") == (
+        "See [Padding](https://o.github.io/r/notebooks/06_masks.html#sec-x)."
+    )
+    assert convert("{ref}`the masks <sec-x>`") == (
+        "[the masks](https://o.github.io/r/notebooks/06_masks.html#sec-x)"
+    )
+    assert convert("{doc}`06_masks`, {doc}`words <../book/glossary>`") == (
+        "[Masks](https://o.github.io/r/notebooks/06_masks.html), "
+        "[words](https://o.github.io/r/book/glossary.html)"
+    )
+    assert convert("{cite}`a,b`") == (
+        "[[Vaswani et al., 2017; Bridle, 1990]](https://o.github.io/r/book/bibliography.html)"
+    )
+    for unknown in ("{ref}`nowhere`", "{doc}`nowhere`", "{cite}`nobody`"):
+        with pytest.raises(UnknownReference):
+            convert(unknown)
+
+
+def test_directives_become_headings_and_folds():
+    convert = converter().markdown
+    assert convert("(sec-y)=\n## Title") == "## Title"
+    assert convert("```{exercise} Predict (easy)\n:label: ex-1\n\nDo $x$.\n```\nAfter.") == (
+        "### Exercise 2.1 (easy): Predict\n\nDo $x$.\n\nAfter."
+    )
+    assert convert("```{solution-start} ex-1\n:class: dropdown\n```\n\nWhy.").startswith(
+        "#### Solution to Exercise 2.1\n\n*Try the exercise first"
+    )
+    assert convert("```{solution} ex-1\n:class: dropdown\n\nTwo.\n```") == (
+        "<details>\n<summary>Solution to Exercise 2.1</summary>\n\nTwo.\n\n</details>"
+    )
+    assert collapse_blank_lines("a\n\n\n\nb\n```\nc\n\n\n\nd\n```") == (
+        "a\n\nb\n```\nc\n\n\n\nd\n```"
+    )
+
+
+def test_exercises_are_numbered_by_chapter_and_keep_their_difficulty():
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("```{exercise} A (easy)\n:label: ex-a\n```"),
+        nbformat.v4.new_markdown_cell("```{exercise} B (hard, optional)\n:label: ex-b\n```"),
+    ]
+    found = exercises_of(nb, Path("notebooks/07_multi_head_attention.ipynb"))
+    assert found["ex-b"] == Exercise("ex-b", "7.2", "B", "hard", True)
+    assert exercises_of(nb, Path("notebooks/pitfalls.ipynb"))["ex-a"].number == "1"
+
+
+def test_citations_read_as_the_book_shows_them(tmp_path):
+    (tmp_path / "book").mkdir()
+    (tmp_path / "book" / "references.bib").write_text(
+        "@article{one,\n  author = {Bridle, John S.},\n  year = {1990}\n}\n"
+        "@article{two,\n  author = {Ba, Jimmy and Hinton, Geoffrey},\n  year = {2016}\n}\n"
+        "@article{many,\n  author = {Vaswani, A. and Kaiser, {\\L}ukasz and Polosukhin, I.},\n"
+        "  year = {2017}\n}\n",
+        encoding="utf-8",
+    )
+    assert bibliography(tmp_path) == {
+        "one": "Bridle, 1990",
+        "two": "Ba and Hinton, 2016",
+        "many": "Vaswani et al., 2017",
+    }
+
+
+def test_the_site_is_the_repository_s_github_pages(tmp_path):
+    (tmp_path / "_config.yml").write_text(
+        "repository:\n  url: https://github.com/Some-Org/a-course\n", encoding="utf-8"
+    )
+    assert site_url(tmp_path) == "https://some-org.github.io/a-course/"
+
+
+def test_the_command_writes_every_published_notebook(tmp_path):
+    main(["--output", str(tmp_path)])
+    written = sorted(path.name for path in (tmp_path / "notebooks").glob("*.ipynb"))
+    assert written == sorted(path.name for path in NOTEBOOKS)
+    for path in (tmp_path / "notebooks").glob("*.ipynb"):
+        nbformat.validate(nbformat.read(path, as_version=4))

@@ -1,0 +1,319 @@
+"""The plain edition of a chapter: the same notebook in the Markdown that plain Jupyter,
+JupyterLab and Google Colab render, without the MyST that only the book understands.
+
+The book's notebooks use three MyST roles (``{cite}``, ``{doc}``, ``{ref}``), label targets
+``(label)=`` and the directives of sphinx-exercise (```` ```{exercise} ````,
+```` ```{solution-start} ```` … ```` ```{solution-end} ```` and ```` ```{solution} ````).
+Plain Jupyter shows them as literal text and code blocks: an exercise loses its title and
+difficulty, and its maths shows raw. The plain edition
+
+- turns each ``{ref}`` and ``{doc}`` into a link to the published site's page and anchor (a
+  relative link to another notebook does nothing in Colab), and each ``{cite}`` into
+  "[Author, year]" linked to the site's bibliography;
+- drops the label targets;
+- makes each exercise a heading, ``### Exercise 2.1 (easy): Title``, followed by its text,
+  and keeps its label, number, title and difficulty in the cell's metadata
+  (``course.exercise``) for the student copies and the grader;
+- marks a solution with a heading, ``#### Solution to Exercise 2.1``, and folds its code cells
+  where the app can (``jupyter.source_hidden`` in JupyterLab and Jupyter Notebook 7); a
+  ``{solution}`` block inside a markdown cell becomes a ``<details>`` element.
+
+``python -m tools.plain_edition --output DIR`` writes the plain edition of every published
+notebook into ``DIR/notebooks/`` (student copies are made from it: tools/student_copies.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import functools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from tools.repository import (
+    DIFFICULTY,
+    ROOT,
+    published_notebooks,
+    read_notebook,
+    site_url,
+    toc_files,
+    write_notebook,
+)
+
+# A role: {name}`text <target>` or {name}`target`.
+ROLE = re.compile(r"\{(?P<name>cite|doc|ref)\}`(?P<body>[^`]+)`")
+EXPLICIT = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$", re.DOTALL)
+TARGET = re.compile(r"^\((?P<label>[A-Za-z0-9_:.-]+)\)=[ \t]*\n", re.MULTILINE)
+HEADING = re.compile(r"^#{1,6} +(?P<title>.+?)[ \t]*$", re.MULTILINE)
+# A directive: its opening fence, name, argument, options (:key: value lines) and body.
+DIRECTIVE = re.compile(
+    r"^(?P<fence>`{3,}|:{3,})\{(?P<name>exercise|solution|solution-start|solution-end)\}"
+    r"[ \t]*(?P<argument>[^\n]*)\n(?P<options>(?:[ \t]*:[\w-]+:[^\n]*\n)*)"
+    r"(?P<body>.*?)^(?P=fence)[ \t]*$",
+    re.MULTILINE | re.DOTALL,
+)
+LABEL = re.compile(r"^[ \t]*:label:[ \t]*(\S+)", re.MULTILINE)
+FENCED_CODE = re.compile(r"^(`{3,}|~{3,})[^\n]*\n.*?^\1[ \t]*$", re.MULTILINE | re.DOTALL)
+OPTION = re.compile(r"^[ \t]*:(?P<key>[\w-]+):[ \t]*(?P<value>.*?)[ \t]*$", re.MULTILINE)
+BIB_ENTRY = re.compile(r"^@\w+\{(?P<key>[^,\s]+),(?P<fields>.*?)^\}", re.MULTILINE | re.DOTALL)
+BIB_FIELD = r"^\s*{name}\s*=\s*\{{(?P<value>(?:[^{{}}]|\{{[^{{}}]*\}})*)\}}"
+
+
+class UnknownReference(ValueError):
+    """A ``{ref}``, ``{doc}`` or ``{cite}`` whose target the course does not have."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a label points: the page (its path without extension), the anchor on it and
+    the words a link to it shows."""
+
+    page: str
+    anchor: str
+    title: str
+
+
+@dataclass(frozen=True)
+class Exercise:
+    label: str
+    number: str
+    title: str
+    difficulty: str
+    optional: bool
+
+
+def chapter_number(path: Path) -> str:
+    """``"2"`` for ``02_softmax.ipynb``; ``""`` for an appendix."""
+    match = re.match(r"(\d+)_", path.name)
+    return str(int(match.group(1))) if match else ""
+
+
+def exercises_of(nb: nbformat.NotebookNode, path: Path) -> dict[str, Exercise]:
+    """Every exercise of a notebook by label, numbered as the book numbers them."""
+    found: dict[str, Exercise] = {}
+    prefix = chapter_number(path)
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        for directive in DIRECTIVE.finditer(cell.source):
+            if directive["name"] != "exercise":
+                continue
+            options = dict(OPTION.findall(directive["options"]))
+            argument = directive["argument"].strip()
+            level = DIFFICULTY.match(argument)
+            number = f"{prefix}.{len(found) + 1}" if prefix else str(len(found) + 1)
+            found[options["label"]] = Exercise(
+                label=options["label"],
+                number=number,
+                title=level["title"] if level else argument,
+                difficulty=level["level"] if level else "",
+                optional=bool(level and level["optional"]),
+            )
+    return found
+
+
+def targets(root: Path = ROOT) -> dict[str, Target]:
+    """Every label of the published notebooks and pages: section targets (the heading after
+    ``(label)=``), figures (``mystnb.figure.name``) and exercises."""
+    found: dict[str, Target] = {}
+    for path in published_notebooks(root):
+        page = path.relative_to(root).with_suffix("").as_posix()
+        nb = read_notebook(path)
+        for label, exercise in exercises_of(nb, path).items():
+            found[label] = Target(page, label, f"Exercise {exercise.number}")
+        for cell in nb.cells:
+            figure = cell.metadata.get("mystnb", {}).get("figure", {})
+            if figure.get("name"):
+                found[figure["name"]] = Target(page, figure["name"], "this figure")
+            if cell.cell_type != "markdown":
+                continue
+            for target in TARGET.finditer(cell.source):
+                heading = HEADING.search(cell.source, target.end())
+                title = heading["title"] if heading else target["label"]
+                found[target["label"]] = Target(page, target["label"], title)
+    return found
+
+
+def page_titles(root: Path = ROOT) -> dict[str, str]:
+    """The title (first heading) of every page of the book, by path without extension."""
+    titles = {}
+    for page in toc_files(root):
+        notebook, markdown = root / f"{page}.ipynb", root / f"{page}.md"
+        if notebook.is_file():
+            cells = read_notebook(notebook).cells
+            text = "\n".join(cell.source for cell in cells if cell.cell_type == "markdown")
+        elif markdown.is_file():
+            text = markdown.read_text(encoding="utf-8")
+        else:
+            continue
+        heading = HEADING.search(text)
+        titles[page] = heading["title"] if heading else page
+    return titles
+
+
+def bibliography(root: Path = ROOT) -> dict[str, str]:
+    """``"Vaswani et al., 2017"`` for every entry of ``book/references.bib``, by key (the
+    author-year labels the book shows)."""
+    labels = {}
+    text = (root / "book" / "references.bib").read_text(encoding="utf-8")
+    for entry in BIB_ENTRY.finditer(text):
+        fields = entry["fields"]
+        author = re.search(BIB_FIELD.format(name="author"), fields, re.MULTILINE)
+        year = re.search(BIB_FIELD.format(name="year"), fields, re.MULTILINE)
+        names = [name.strip() for name in re.split(r"\s+and\s+", author["value"] if author else "")]
+        last = [
+            (name.split(",")[0] if "," in name else name.split()[-1]).strip("{} ")
+            for name in names
+            if name
+        ]
+        if not last:
+            who = "Anonymous"
+        elif len(last) == 1:
+            who = last[0]
+        elif len(last) == 2:
+            who = f"{last[0]} and {last[1]}"
+        else:
+            who = f"{last[0]} et al."
+        labels[entry["key"]] = f"{who}, {year['value'] if year else 'n.d.'}"
+    return labels
+
+
+def collapse_blank_lines(text: str) -> str:
+    """Runs of blank lines become one, except inside fenced code."""
+    parts, end = [], 0
+    for block in FENCED_CODE.finditer(text):
+        parts += [re.sub(r"\n{3,}", "\n\n", text[end : block.start()]), block.group(0)]
+        end = block.end()
+    return "".join([*parts, re.sub(r"\n{3,}", "\n\n", text[end:])])
+
+
+@dataclass
+class Converter:
+    """Turns the MyST of one notebook's markdown into plain Markdown (see the module)."""
+
+    site: str
+    page: str
+    labels: dict[str, Target]
+    titles: dict[str, str]
+    citations: dict[str, str]
+    exercises: dict[str, Exercise]
+
+    def url(self, page: str, anchor: str = "") -> str:
+        return f"{self.site}{page}.html" + (f"#{anchor}" if anchor else "")
+
+    def role(self, match: re.Match) -> str:
+        name, body = match["name"], match["body"].strip()
+        explicit = EXPLICIT.match(body)
+        text, target = (explicit["text"], explicit["target"]) if explicit else ("", body)
+        if name == "cite":
+            keys = [key.strip() for key in target.split(",")]
+            unknown = [key for key in keys if key not in self.citations]
+            if unknown:
+                raise UnknownReference(f"{self.page}: no bibliography entry {unknown}")
+            cited = "; ".join(self.citations[key] for key in keys)
+            return f"[[{cited}]]({self.url('book/bibliography')})"
+        if name == "doc":
+            page = (Path(self.page).parent / target).as_posix()
+            page = re.sub(r"[^/]+/\.\./", "", page)
+            if page not in self.titles:
+                raise UnknownReference(f"{self.page}: no page {target!r}")
+            return f"[{text or self.titles[page]}]({self.url(page)})"
+        if target not in self.labels:
+            raise UnknownReference(f"{self.page}: no label {target!r}")
+        label = self.labels[target]
+        return f"[{text or label.title}]({self.url(label.page, label.anchor)})"
+
+    def roles(self, text: str) -> str:
+        return ROLE.sub(self.role, text)
+
+    def directive(self, match: re.Match) -> str:
+        name = match["name"]
+        options = dict(OPTION.findall(match["options"]))
+        body = match["body"].strip("\n")
+        if name == "exercise":
+            exercise = self.exercises[options["label"]]
+            level = exercise.difficulty + (", optional" if exercise.optional else "")
+            level = f" ({level})" if level else ""
+            return f"### Exercise {exercise.number}{level}: {exercise.title}\n\n{body}"
+        if name == "solution-start":
+            exercise = self.exercises[match["argument"].strip()]
+            return (
+                f"#### Solution to Exercise {exercise.number}\n\n"
+                "*Try the exercise first: the solution follows (its code cells are folded "
+                "where your notebook app can fold them).*"
+            )
+        if name == "solution-end":
+            return "*End of the solution.*"
+        exercise = self.exercises.get(match["argument"].strip())
+        summary = f"Solution to Exercise {exercise.number}" if exercise else "Solution"
+        return f"<details>\n<summary>{summary}</summary>\n\n{body}\n\n</details>"
+
+    def markdown(self, source: str) -> str:
+        source = TARGET.sub("", source)
+        # A blank line on either side: a heading or an HTML block must stand alone.
+        source = DIRECTIVE.sub(lambda match: f"\n\n{self.directive(match)}\n\n", source)
+        return self.roles(collapse_blank_lines(source)).strip("\n")
+
+
+@functools.cache
+def _course(root: Path) -> tuple[dict[str, Target], dict[str, str], dict[str, str]]:
+    return targets(root), page_titles(root), bibliography(root)
+
+
+def plain_edition(
+    nb: nbformat.NotebookNode, path: Path, root: Path = ROOT
+) -> nbformat.NotebookNode:
+    """The plain edition of ``nb``, the notebook of the course at ``path`` (or a copy of it,
+    such as a student copy), outputs kept."""
+    labels, titles, citations = _course(root)
+    exercises = exercises_of(nb, path)
+    converter = Converter(
+        site=site_url(root),
+        page=path.relative_to(root).with_suffix("").as_posix(),
+        labels=labels,
+        titles=titles,
+        citations=citations,
+        exercises=exercises,
+    )
+    plain = copy.deepcopy(nb)
+    in_solution = False
+    for cell in plain.cells:
+        if cell.cell_type == "markdown":
+            names = [directive["name"] for directive in DIRECTIVE.finditer(cell.source)]
+            found = [label for label in LABEL.findall(cell.source) if label in exercises]
+            cell.source = converter.markdown(cell.source)
+            if "exercise" in names and found:
+                exercise = exercises[found[0]]
+                cell.metadata["course"] = {
+                    "exercise": {
+                        "label": exercise.label,
+                        "number": exercise.number,
+                        "title": exercise.title,
+                        "difficulty": exercise.difficulty,
+                        "optional": exercise.optional,
+                    }
+                }
+            in_solution = (in_solution or "solution-start" in names) and (
+                "solution-end" not in names
+            )
+        elif in_solution or "solution" in cell.metadata.get("tags", []):
+            cell.metadata.setdefault("jupyter", {})["source_hidden"] = True
+    return plain
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--output", type=Path, required=True, help="where to write notebooks/")
+    args = parser.parse_args(argv)
+    for path in published_notebooks():
+        destination = args.output / path.relative_to(ROOT)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        write_notebook(plain_edition(read_notebook(path), path), destination)
+        print(f"wrote {destination}")
+
+
+if __name__ == "__main__":
+    main()
