@@ -34,8 +34,8 @@ from pathlib import Path
 import nbformat
 
 from tools.repository import (
-    DIFFICULTY,
     ROOT,
+    parse_exercise,
     published_notebooks,
     read_notebook,
     site_url,
@@ -92,32 +92,26 @@ def chapter_number(path: Path) -> str:
 
 
 def exercises_of(nb: nbformat.NotebookNode, path: Path) -> dict[str, Exercise]:
-    """Every exercise of a notebook by label, numbered as the book numbers them."""
-    found: dict[str, Exercise] = {}
+    """Every exercise of a notebook by label (read by ``tools.repository.parse_exercise``),
+    numbered as the book numbers them."""
     prefix = chapter_number(path)
-    for cell in nb.cells:
-        if cell.cell_type != "markdown":
-            continue
-        for directive in DIRECTIVE.finditer(cell.source):
-            if directive["name"] != "exercise":
-                continue
-            options = dict(OPTION.findall(directive["options"]))
-            argument = directive["argument"].strip()
-            level = DIFFICULTY.match(argument)
-            number = f"{prefix}.{len(found) + 1}" if prefix else str(len(found) + 1)
-            found[options["label"]] = Exercise(
-                label=options["label"],
-                number=number,
-                title=level["title"] if level else argument,
-                difficulty=level["level"] if level else "",
-                optional=bool(level and level["optional"]),
-            )
-    return found
+    parsed = [parse_exercise(cell.source) for cell in nb.cells if cell.cell_type == "markdown"]
+    return {
+        exercise.label: Exercise(
+            label=exercise.label,
+            number=f"{prefix}.{index}" if prefix else str(index),
+            title=exercise.title,
+            difficulty=exercise.level,
+            optional=exercise.optional,
+        )
+        for index, exercise in enumerate((e for e in parsed if e is not None), start=1)
+    }
 
 
 def targets(root: Path = ROOT) -> dict[str, Target]:
-    """Every label of the published notebooks and pages: section targets (the heading after
-    ``(label)=``), figures (``mystnb.figure.name``) and exercises."""
+    """Every label of the published notebooks: section targets (the heading after
+    ``(label)=``) and exercises. (No chapter refers to a figure by {ref}; one that does gets
+    an UnknownReference until figures are added here.)"""
     found: dict[str, Target] = {}
     for path in published_notebooks(root):
         page = path.relative_to(root).with_suffix("").as_posix()
@@ -125,9 +119,6 @@ def targets(root: Path = ROOT) -> dict[str, Target]:
         for label, exercise in exercises_of(nb, path).items():
             found[label] = Target(page, label, f"Exercise {exercise.number}")
         for cell in nb.cells:
-            figure = cell.metadata.get("mystnb", {}).get("figure", {})
-            if figure.get("name"):
-                found[figure["name"]] = Target(page, figure["name"], "this figure")
             if cell.cell_type != "markdown":
                 continue
             for target in TARGET.finditer(cell.source):
