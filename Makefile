@@ -65,6 +65,12 @@ execute: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.bench
 
+# How long each chapter is for a learner: core-path words, folded words, figures, computed
+# diagrams, exercises and (when the book is built) laptop screens. tools/stats.py says how.
+.PHONY: stats
+stats: $(STAMP)
+	$(BIN)/python -m tools.stats
+
 # The instructors' page (book/instructors.md) is generated from the notebooks: run this after
 # changing a chapter's opening cell or its exercises (`make book` runs it too), and commit it.
 .PHONY: instructors student retarget

@@ -393,6 +393,19 @@ def test_figures_have_alt_text_and_captions(any_notebook):
         assert options.get("figure", {}).get("caption", "").strip(), cell.source[:80]
 
 
+def test_computed_diagrams_carry_the_alt_text_written_from_their_arrays(any_notebook):
+    """A computed diagram (selfattn_lib.plotting.diagrams) shows its generated alt text as its
+    text version; the site's alt text, in the cell's metadata, must be that same text, so it
+    can never describe numbers other than the drawn ones."""
+    _, nb = any_notebook
+    for cell in code_cells(nb):
+        for output in cell.get("outputs", []):
+            text = "".join(output.get("data", {}).get("text/plain", ""))
+            if text.startswith("Computed diagram"):
+                alt = cell.metadata.get("mystnb", {}).get("image", {}).get("alt", "")
+                assert alt == text, f"set the cell's mystnb.image.alt to: {text}"
+
+
 def test_ignored_outputs_say_why_in_metadata_not_to_the_learner(any_notebook):
     """An exempted cell keeps its reason in its metadata (``course.not-compared``); its code,
     which learners read, says nothing about the tests."""

@@ -14,6 +14,9 @@ difficulty, and its maths shows raw. The plain edition
 - makes each exercise a heading, ``### Exercise 2.1 (easy): Title``, followed by its text,
   and keeps its label, number, title and difficulty in the cell's metadata
   (``course.exercise``) for the student copies and the grader;
+- quotes a "Common mistake" box (an ``{admonition}``) with its title in bold;
+- keeps a "Going deeper" part's heading, says under it that the part is optional, and
+  collapses it (``jp-MarkdownHeadingCollapsed``), as the site folds it;
 - marks a solution with a heading, ``#### Solution to Exercise 2.1``, and folds its code cells
   where the app can (``jupyter.source_hidden`` in JupyterLab and Jupyter Notebook 7); a
   ``{solution}`` block inside a markdown cell becomes a ``<details>`` element.
@@ -42,6 +45,7 @@ from tools.repository import (
     toc_files,
     write_notebook,
 )
+from tools.stats import GOING_DEEPER
 
 # A role: {name}`text <target>` or {name}`target`.
 ROLE = re.compile(r"\{(?P<name>cite|doc|ref)\}`(?P<body>[^`]+)`")
@@ -50,7 +54,7 @@ TARGET = re.compile(r"^\((?P<label>[A-Za-z0-9_:.-]+)\)=[ \t]*\n", re.MULTILINE)
 HEADING = re.compile(r"^#{1,6} +(?P<title>.+?)[ \t]*$", re.MULTILINE)
 # A directive: its opening fence, name, argument, options (:key: value lines) and body.
 DIRECTIVE = re.compile(
-    r"^(?P<fence>`{3,}|:{3,})\{(?P<name>exercise|solution|solution-start|solution-end)\}"
+    r"^(?P<fence>`{3,}|:{3,})\{(?P<name>exercise|solution|solution-start|solution-end|admonition)\}"
     r"[ \t]*(?P<argument>[^\n]*)\n(?P<options>(?:[ \t]*:[\w-]+:[^\n]*\n)*)"
     r"(?P<body>.*?)^(?P=fence)[ \t]*$",
     re.MULTILINE | re.DOTALL,
@@ -60,6 +64,9 @@ FENCED_CODE = re.compile(r"^(`{3,}|~{3,})[^\n]*\n.*?^\1[ \t]*$", re.MULTILINE | 
 OPTION = re.compile(r"^[ \t]*:(?P<key>[\w-]+):[ \t]*(?P<value>.*?)[ \t]*$", re.MULTILINE)
 BIB_ENTRY = re.compile(r"^@\w+\{(?P<key>[^,\s]+),(?P<fields>.*?)^\}", re.MULTILINE | re.DOTALL)
 BIB_FIELD = r"^\s*{name}\s*=\s*\{{(?P<value>(?:[^{{}}]|\{{[^{{}}]*\}})*)\}}"
+
+
+GOING_DEEPER_NOTE = "*Optional: skipping this part loses no thread of the chapter.*"
 
 
 class UnknownReference(ValueError):
@@ -238,6 +245,9 @@ class Converter:
             )
         if name == "solution-end":
             return "*End of the solution.*"
+        if name == "admonition":
+            quoted = "\n".join(f"> {line}".rstrip() for line in body.splitlines())
+            return f"> **{match['argument'].strip()}**\n>\n{quoted}"
         exercise = self.exercises.get(match["argument"].strip())
         summary = f"Solution to Exercise {exercise.number}" if exercise else "Solution"
         return f"<details>\n<summary>{summary}</summary>\n\n{body}\n\n</details>"
@@ -287,6 +297,11 @@ def plain_edition(
                         "optional": exercise.optional,
                     }
                 }
+            if GOING_DEEPER.match(cell.source.splitlines()[0] if cell.source else ""):
+                # JupyterLab and Jupyter Notebook 7 open the part collapsed under its heading.
+                cell.metadata["jp-MarkdownHeadingCollapsed"] = True
+                heading, _, rest = cell.source.partition("\n")
+                cell.source = f"{heading}\n\n{GOING_DEEPER_NOTE}\n{rest}".rstrip("\n")
             in_solution = (in_solution or "solution-start" in names) and (
                 "solution-end" not in names
             )

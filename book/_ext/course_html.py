@@ -11,6 +11,11 @@ A figure opens at full size when clicked (its image is wrapped in a link to itse
 solution's title opens the solution when clicked: its link back to the exercise becomes
 plain text (see ``SOLUTION_TITLE_LINK``).
 
+A "Going deeper" part, a section whose heading starts with "Going deeper:", is folded: its
+heading stays (in its place and in the page's contents) and everything under it is wrapped
+in a closed ``<details>`` element that says it is optional. tools/stats.py counts the same
+parts as folded and tools/plain_edition.py collapses their headings in Jupyter.
+
 Four accessibility fixes (axe rules in brackets), each the smallest change that works:
 
 - docutils 0.21 marks each bibliography entry ``role="doc-biblioentry"``, a role ARIA 1.3
@@ -35,6 +40,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 
@@ -126,6 +132,22 @@ def fix_theme_templates(app: Sphinx) -> None:
     templates.get_source = fixed_source
 
 
+GOING_DEEPER = "Going deeper:"
+GOING_DEEPER_SUMMARY = (
+    '<details class="going-deeper"><summary>Optional: show this part. '
+    "Skipping it loses no thread of the chapter.</summary>"
+)
+
+
+def fold_going_deeper_parts(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    for section in doctree.findall(nodes.section):
+        title = section.children[0] if section.children else None
+        if isinstance(title, nodes.title) and title.astext().startswith(GOING_DEEPER):
+            section["classes"].append("going-deeper")
+            section.insert(1, nodes.raw("", GOING_DEEPER_SUMMARY, format="html"))
+            section.append(nodes.raw("", "</details>", format="html"))
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     # Run after every other extension has added its page scripts.
     app.connect("html-page-context", drop_duplicate_scripts, priority=900)
@@ -133,4 +155,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("html-page-context", solution_titles_open_the_solution, priority=900)
     app.connect("html-page-context", figures_open_at_full_size, priority=900)
     app.connect("builder-inited", fix_theme_templates)
+    app.connect("doctree-resolved", fold_going_deeper_parts)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,109 @@
+"""Tests of selfattn_lib.plotting.diagrams: a computed diagram draws exactly the arrays it is
+given (read back from the figure's text), writes its alt text from them, and refuses bad
+input."""
+
+import numpy as np
+import pytest
+
+from selfattn_lib import attention, embeddings, masks
+from selfattn_lib.plotting.diagrams import Diagram, Grid, flow, read_back
+
+TOKENS = ["the", "cat", "sat"]
+
+
+def test_the_drawn_numbers_are_the_concept_functions_results():
+    x = embeddings.embed(TOKENS)  # (T, D)
+    output, weights = attention.scaled_dot_product_attention(x, x, x)
+    diagram = flow(
+        Grid("X", x, rows=TOKENS, cols=embeddings.FEATURES),
+        "→",
+        Grid("A", weights, rows=TOKENS, cols=TOKENS, role="weights"),
+        "×",
+        Grid("Y", output, rows=TOKENS, role="output"),
+    )
+    # Computed again, independently of the arrays handed to the drawing.
+    again_output, again_weights = attention.scaled_dot_product_attention(
+        embeddings.embed("the cat sat"), embeddings.embed("the cat sat"),
+        embeddings.embed("the cat sat"),
+    )  # fmt: skip
+    np.testing.assert_allclose(read_back(diagram.figure, "A"), again_weights, atol=0.005)
+    np.testing.assert_allclose(read_back(diagram.figure, "Y"), again_output, atol=0.005)
+
+
+def test_masks_tokens_and_minus_infinity_are_drawn_as_marks():
+    mask = masks.causal_mask(3)
+    scores = np.where(mask, 1.0, -np.inf)
+    batch = np.array([["the", "cat", "<pad>"], ["it", "was", "tired"]])
+    diagram = flow(
+        Grid("M", mask, rows=TOKENS, cols=TOKENS, role="mask"),
+        Grid("S", scores, role="scores"),
+        Grid("batch", batch),
+    )
+    assert read_back(diagram.figure, "M").tolist() == mask.tolist()
+    assert read_back(diagram.figure, "S").tolist() == scores.tolist()
+    assert read_back(diagram.figure, "batch").tolist() == batch.tolist()
+    assert "M, what each row may attend to: the: the; cat: the, cat;" in diagram.alt
+    assert "batch: the cat <pad> | it was tired." in diagram.alt
+
+
+def test_the_alt_text_names_every_shape_and_the_largest_weights():
+    weights = np.array([[0.1, 0.9], [0.6, 0.4]])
+    diagram = flow(
+        Grid("S", [[0.0, 2.2], [0.4, 0.0]], role="scores"),
+        "softmax →",
+        Grid("A", weights, rows=["a", "b"], cols=["a", "b"], role="weights"),
+        title="two tokens",
+    )
+    assert diagram.alt.startswith(
+        "Computed diagram: two tokens: S (2 × 2) softmax → A (2 × 2). "
+        "S: row 1 [0.00, 2.20]; row 2 [0.40, 0.00]."
+    )
+    assert diagram.alt.endswith("A, largest weight in each row: a → b 0.90; b → a 0.60.")
+
+
+def test_a_notebook_shows_the_png_with_the_alt_text_as_its_text():
+    diagram = flow(Grid("v", [1.0, -2.0]))
+    bundle = diagram._repr_mimebundle_()
+    assert bundle["image/png"].startswith(b"\x89PNG")
+    assert bundle["text/plain"] == diagram.alt
+    assert read_back(diagram.figure, "v").tolist() == [[1.0, -2.0]]
+    assert isinstance(diagram, Diagram)
+
+
+def test_text_stays_legible_and_the_figure_fits_the_column():
+    x = embeddings.embed("the cat sat because it was tired")
+    diagram = flow(
+        Grid("X", x, rows=list("abcdefg"), cols=embeddings.FEATURES),
+        "×",
+        Grid("W", np.ones((8, 2))),
+    )
+    width, _ = diagram.figure.get_size_inches()
+    assert width <= 7.2
+    sizes = {
+        text.get_fontsize() for text in diagram.figure.findobj(lambda a: hasattr(a, "get_fontsize"))
+    }
+    assert min(sizes) >= 8
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "message"),
+    [
+        (lambda: Grid("x", np.ones((2, 2, 2))), ValueError, "1-D or 2-D"),
+        (lambda: Grid("x", [[np.nan]]), ValueError, "NaN"),
+        (lambda: Grid("x", np.ones((2, 2)), rows=["a"]), ValueError, "1 rows labels"),
+        (lambda: Grid("x", [1.0], role="colour"), ValueError, "role"),
+        (lambda: Grid("x", [object()]), TypeError, "dtype"),
+        (lambda: flow(), ValueError, "at least one Grid"),
+        (lambda: flow(Grid("x", [1.0]), Grid("x", [2.0])), ValueError, "unique"),
+        (lambda: flow(Grid("x", np.ones((2, 40)))), ValueError, "wider than the figure"),
+        (lambda: flow(Grid("x", [1.0]), 3), TypeError, "operator strings"),
+    ],
+)
+def test_bad_input_gets_a_clear_error(make, error, message):
+    with pytest.raises(error, match=message):
+        make()
+
+
+def test_read_back_names_a_missing_grid():
+    with pytest.raises(ValueError, match="no grid named 'Z'"):
+        read_back(flow(Grid("x", [1.0])).figure, "Z")
