@@ -14,6 +14,7 @@ from bs4 import BeautifulSoup
 from nbconvert import HTMLExporter
 
 from tools.plain_edition import (
+    GOING_DEEPER_NOTE,
     Converter,
     Exercise,
     Target,
@@ -24,13 +25,13 @@ from tools.plain_edition import (
     main,
     plain_edition,
 )
-from tools.repository import published_notebooks, read_chapter, read_notebook, site_url
+from tools.repository import ROOT, published_notebooks, read_chapter, read_notebook, site_url
 from tools.student_copies import has_exercises, student_copy
 
 NOTEBOOKS = published_notebooks()
 # What plain Markdown would show of MyST: a role, a directive's fence, a label target.
 RAW_MYST = re.compile(
-    r"\{(cite|ref|doc|numref|term|eq)\}`|\{(exercise|solution[-\w]*)\}|^\([\w-]+\)=$",
+    r"\{(cite|ref|doc|numref|term|eq)\}`|\{(exercise|solution[-\w]*|admonition|dropdown|note|warning)\}|^\([\w-]+\)=$",
     re.MULTILINE,
 )
 
@@ -146,6 +147,34 @@ def test_directives_become_headings_and_folds():
     assert collapse_blank_lines("a\n\n\n\nb\n```\nc\n\n\n\nd\n```") == (
         "a\n\nb\n```\nc\n\n\n\nd\n```"
     )
+
+
+def test_a_common_mistake_box_becomes_a_quote_with_its_title():
+    convert = converter().markdown
+    box = (
+        ":::{admonition} Common mistake: dividing by d_k\n:class: warning\n"
+        "Use $\\sqrt{d_k}$.\n\nSee {ref}`sec-x`.\n:::"
+    )
+    assert convert(box) == (
+        "> **Common mistake: dividing by d_k**\n>\n> Use $\\sqrt{d_k}$.\n>\n"
+        "> See [Padding](https://o.github.io/r/notebooks/06_masks.html#sec-x)."
+    )
+
+
+def test_a_going_deeper_part_keeps_its_heading_says_it_is_optional_and_is_collapsed():
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("## Softmax\n\nCore."),
+        nbformat.v4.new_markdown_cell("### Going deeper: subnormal numbers\n\nDetails."),
+        nbformat.v4.new_code_cell("print(1)"),
+    ]
+    plain = plain_edition(nb, ROOT / "notebooks" / "02_softmax.ipynb")
+    part = plain.cells[1]
+    assert part.source == (
+        f"### Going deeper: subnormal numbers\n\n{GOING_DEEPER_NOTE}\n\nDetails."
+    )
+    assert part.metadata["jp-MarkdownHeadingCollapsed"] is True
+    assert "jp-MarkdownHeadingCollapsed" not in plain.cells[0].metadata
 
 
 def test_exercises_are_numbered_by_chapter_and_keep_their_difficulty():

@@ -25,6 +25,8 @@ from bs4 import BeautifulSoup
 from conftest import BROWSER_SKIP_REASON
 from course import COLUMN_PX, ROOT, toc_files
 
+from tools.stats import SCREENS, screens
+
 HTML = ROOT / "_build" / "html"
 PAGES = [f"{file}.html" for file in toc_files()]
 CHAPTERS = [page for page in PAGES if page.startswith("notebooks/")]
@@ -272,6 +274,34 @@ def test_search_finds_the_chapter_named_after_the_word_first_with_snippets_from_
     assert results[0]["href"].startswith("notebooks/02_softmax.html")
     for result in results:
         assert ".ipynb .pdf" not in result["snippet"] and "Contents" not in result["snippet"]
+
+
+PART_ONE = [
+    page for page in CHAPTERS if Path(page).name[:2] in {"01", "02", "03", "04", "05", "06"}
+]
+GOING_DEEPER = """
+return [...document.querySelectorAll("section.going-deeper")].map(section => {
+  const part = section.querySelector(":scope > details.going-deeper");
+  return {heading: section.querySelector("h2, h3, h4, h5, h6").textContent,
+          folded: Boolean(part) && !part.open,
+          hidden: part ? [...part.children].filter(child => child.tagName !== "SUMMARY")
+                                           .every(child => child.offsetHeight === 0) : false};
+});
+"""
+
+
+@pytest.mark.parametrize("page", PART_ONE)
+def test_part_one_is_at_most_its_budget_of_screens_with_going_deeper_parts_folded(
+    browser, server, page
+):
+    """A "Going deeper" part shows its heading and an optional-part summary; its content is
+    folded. With those parts closed, a chapter of Part I is at most SCREENS laptop screens."""
+    open_page(browser, server, page, "laptop")
+    for part in browser.execute_script(GOING_DEEPER):
+        assert part["heading"].startswith("Going deeper:")
+        assert part["folded"] and part["hidden"], part["heading"]
+    length = screens(browser, f"{server}/{page}")
+    assert length <= SCREENS, f"{page}: {length:.1f} laptop screens (budget {SCREENS})"
 
 
 SOLUTION_CLICK = """

@@ -48,3 +48,17 @@ if (document.readyState === "loading") {
 } else {
   improveSearch();
 }
+
+// A link into a folded "Going deeper" part (book/_ext/course_html.py) opens the part, so
+// that the reader lands on what the link points at rather than on a closed summary.
+function openFoldedTarget() {
+  const id = decodeURIComponent(location.hash.slice(1));
+  const target = id && document.getElementById(id);
+  const part = target?.closest("details.going-deeper");
+  if (part && !part.open) {
+    part.open = true;
+    target.scrollIntoView();
+  }
+}
+window.addEventListener("DOMContentLoaded", openFoldedTarget);
+window.addEventListener("hashchange", openFoldedTarget);
