@@ -53,7 +53,7 @@ if (document.readyState === "loading") {
 // that the reader lands on what the link points at rather than on a closed summary.
 function openFoldedTarget() {
   const id = decodeURIComponent(location.hash.slice(1));
-  const target = id && document.getElementById(id);
+  const target = id ? document.getElementById(id) : null;
   const part = target?.closest("details.going-deeper");
   if (part && !part.open) {
     part.open = true;
