@@ -55,6 +55,8 @@ ROLE_COLOURS: dict[str, str] = {
 }
 TRUE_MARK, FALSE_MARK, MINUS_INFINITY = "✓", "✗", "−∞"
 PAD_TOKENS = frozenset({"<pad>", "[PAD]", "PAD"})
+# A ✓ cell: a light tint of the Okabe–Ito bluish green (its hue, so colour-blind safe).
+_ALLOWED = tuple(0.9 + 0.1 * channel for channel in to_rgb(OKABE_ITO[2]))
 
 # Sizes in inches at the figures' 100 dpi: 8-point text is 11 px tall on the page.
 _FONT = 8.5
@@ -125,7 +127,10 @@ class Grid:
         number = float(value)
         if number == -np.inf:
             return MINUS_INFINITY
-        return format(number, self.fmt).replace("-", "−")
+        text = format(number, self.fmt)
+        if float(text) == 0:  # -0.00 is a rounding artefact: draw it as 0.00
+            text = format(0.0, self.fmt)
+        return text.replace("-", "−")
 
 
 def _parse(text: str) -> object:
@@ -220,7 +225,7 @@ def _above(box: _Box) -> float:
 def _cell_colour(grid: Grid, value: object, scale: float) -> tuple[float, float, float]:
     kind = grid.array.dtype.kind
     if kind == "b":
-        return to_rgb("#e8f3ec") if value else to_rgb("#d9d9d9")
+        return _ALLOWED if value else to_rgb("#d9d9d9")
     if kind == "U":
         return to_rgb("#d9d9d9") if value in PAD_TOKENS else (1.0, 1.0, 1.0)
     number = float(value)
