@@ -4,9 +4,9 @@ Every chapter of the course writes its own version of a concept first and then c
 against this library. One module per concept, in the order the course teaches them
 (:data:`CONCEPT_MODULES`); a concept module imports only earlier ones:
 
-``similarity`` → ``softmax`` → ``attention`` → ``masks`` → ``multihead`` → ``positional``
-→ ``encoder`` (NumPy only), then ``layers``, ``transformer``, ``tasks`` and ``training``
-(PyTorch), then
+``similarity`` → ``softmax`` → ``kernel_regression`` → ``attention`` → ``masks`` → ``multihead``
+→ ``positional`` → ``encoder`` (NumPy only), then ``layers``, ``transformer``, ``tasks`` and
+``training`` (PyTorch), then
 ``attention_cost`` → ``kv_cache`` → ``online_softmax`` (NumPy, attention at scale).
 
 Beside them: ``embeddings`` (a small word-vector set), ``plotting`` (figures: shared
@@ -39,6 +39,7 @@ __version__ = "0.1.0"
 CONCEPT_MODULES = (
     "similarity",
     "softmax",
+    "kernel_regression",
     "attention",
     "masks",
     "multihead",

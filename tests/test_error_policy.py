@@ -60,6 +60,16 @@ CASES: dict[str, Case] = {
     "softmax.softmax": (lambda: {"x": X}, {"axis": 1.5}, {"temperature": 0.0}),
     "softmax.log_sum_exp": (lambda: {"x": X}, {"x": "x"}, {"axis": 3}),
     "softmax.softmax_in_place": (lambda: {"scores": X.copy()}, {"temperature": "1"}, {"axis": 5}),
+    "kernel_regression.kernel_weights": (
+        lambda: {"queries": X[0, 0], "keys": X[0, 1], "width": 1.0},
+        {"width": "1"},
+        {"keys": X[0]},
+    ),
+    "kernel_regression.kernel_regression": (
+        lambda: {"queries": X[0, 0], "keys": X[0, 1], "values": X[0, 2], "width": 1.0},
+        {"values": "y"},
+        {"values": X[0, 2, :3]},
+    ),
     "attention.simple_self_attention": (lambda: {"x": X}, {"x": "x"}, {"x": X[0, 0]}),
     "attention.attention_scores": (lambda: {"q": X, "k": X}, {"scale": "1"}, {"scale": -1.0}),
     "attention.scaled_dot_product_attention": (

@@ -12,10 +12,13 @@ from tools.repository import chapter_notebooks, read_notebook
 from tools.stats import (
     COMMON_MISTAKE,
     COMMON_MISTAKES,
+    CORE_WORDS,
     chapter_stats,
     folded_cells,
     going_deeper_headings_start_their_cells,
 )
+
+PART_ONE = [path for path in chapter_notebooks() if int(path.name[:2]) <= 6]
 
 
 def notebook(*sources: str) -> nbformat.NotebookNode:
@@ -64,6 +67,16 @@ def test_words_of_the_opening_exercises_solutions_and_folded_parts_are_not_core(
 def test_going_deeper_headings_must_start_their_cell():
     nb = notebook("Some text.\n\n### Going deeper: hidden in the middle\n\nText.")
     assert going_deeper_headings_start_their_cells(nb) == ["### Going deeper: hidden in the middle"]
+
+
+@pytest.mark.parametrize("path", PART_ONE, ids=lambda path: path.stem)
+def test_the_core_path_of_part_one_stays_within_its_budget(path):
+    stats = chapter_stats(path)
+    assert stats.core_words <= CORE_WORDS, (
+        f"{path.stem}: {stats.core_words} core words; fold a deep dive into a 'Going deeper' "
+        f"part or move it to the appendix (budget {CORE_WORDS})"
+    )
+    assert stats.diagrams >= 1, f"{path.stem} teaches a flow: draw it as a computed diagram"
 
 
 @pytest.mark.parametrize("path", chapter_notebooks(), ids=lambda path: path.stem)

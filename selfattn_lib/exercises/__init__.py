@@ -19,8 +19,8 @@ from selfattn_lib.exercises.ch01_similarity import (
     check_nearest_neighbour,
 )
 from selfattn_lib.exercises.ch02_softmax import (
+    check_log_softmax,
     check_log_sum_exp,
-    check_masked_softmax,
     check_temperature_for_top_weight,
     check_weights_after_scaling,
 )
@@ -41,10 +41,10 @@ from selfattn_lib.exercises.ch05_scaling import (
     check_softmax_jacobian,
 )
 from selfattn_lib.exercises.ch06_masks import (
+    check_dependence,
     check_left_padding_mask,
     check_look_back_mask,
     check_masked_attention,
-    check_mha_attn_mask,
 )
 from selfattn_lib.exercises.ch07_multi_head import (
     check_head_contributions,
@@ -86,8 +86,8 @@ __all__ = [
     "check_nearest_neighbour",
     "check_weights_after_scaling",
     "check_temperature_for_top_weight",
-    "check_masked_softmax",
     "check_log_sum_exp",
+    "check_log_softmax",
     "check_spotlight_output",
     "check_batched_self_attention",
     "check_attends_most_to_itself",
@@ -101,7 +101,7 @@ __all__ = [
     "check_look_back_mask",
     "check_left_padding_mask",
     "check_masked_attention",
-    "check_mha_attn_mask",
+    "check_dependence",
     "check_split_heads",
     "check_merge_heads",
     "check_mha_parameter_count",

@@ -191,144 +191,161 @@ _OVERFLOW_FIX = (
     "change (softmax is shift invariant), and every exponent is then at most 0."
 )
 
-_NEG_INF = -np.inf
+
+def _log_softmax(scores: np.ndarray, axis: int = -1) -> np.ndarray:
+    """log softmax(scores) along ``axis``: the scores minus their log-sum-exp."""
+    return scores - np.expand_dims(softmax.log_sum_exp(scores, axis=axis), axis)
 
 
-def _masked_scores() -> np.ndarray:
-    """A (B, T_q, T_k) = (2, 3, 4) batch of scores with masked keys and an all-masked row."""
-    return np.array(
-        [
-            [
-                [1.0, _NEG_INF, _NEG_INF, _NEG_INF],
-                [0.5, 2.0, _NEG_INF, _NEG_INF],
-                [_NEG_INF, _NEG_INF, _NEG_INF, _NEG_INF],  # every key masked
-            ],
-            [
-                [1000.0, 1001.0, 1002.0, _NEG_INF],  # overflows without the shift
-                [-1000.0, -1001.0, _NEG_INF, -1003.0],  # underflows with the batch's maximum
-                [0.0, 1.0, 2.0, 3.0],
-            ],
-        ]
-    )
+def check_log_softmax(log_softmax: Callable[[np.ndarray], Any]) -> kit.Feedback:
+    """Check the learner's log-softmax of each row of a score matrix (chapter 2, exercise 4).
 
-
-def check_masked_softmax(masked_softmax: Callable[[np.ndarray], Any]) -> kit.Feedback:
-    """Check the learner's softmax over the keys of masked scores (chapter 2, exercise 3).
-
-    Expected signature: ``masked_softmax(scores: np.ndarray) -> np.ndarray`` for scores in which
-    masked entries are ``-inf``. It returns the weights of a stable softmax over the keys
-    (the last axis): weight exactly 0 for a masked key, and all zeros, not NaN, for a row in
-    which every key is masked.
+    Expected signature: ``log_softmax(scores: np.ndarray) -> np.ndarray``: the logarithms of
+    the softmax weights of each row (the last axis), finite even where a weight is so small
+    that it rounds to 0.0, and computed without overflow for scores around ±1000.
 
     Shapes
     ------
-    ``scores``: ``(B, T_q, T_k)`` → ``(B, T_q, T_k)``: row ``[b, i]`` holds query ``i``'s
-    weights over the keys.
+    ``scores``: ``(T_q, T_k)`` → ``(T_q, T_k)``: row ``i`` holds the log-weights of query ``i``
+    over the keys.
 
     Examples
     --------
     A function that forgets its ``return`` gets the standard reminder:
 
-    >>> check_masked_softmax(lambda scores: None)
-    ✘ Not yet. masked_softmax(scores without a mask) returned None: did you forget the `return`
-    statement?
+    >>> check_log_softmax(lambda scores: None)
+    ✘ Not yet. log_softmax(a 3 × 3 matrix of small scores) returned None: did you forget the
+    `return` statement?
     """
-    name = kit.name_of(masked_softmax, "masked_softmax")
-    plain = np.array(
-        [
-            [[0.0, 1.0, 2.0, 3.0], [3.0, 1.0, 0.0, -1.0], [1.0, 1.0, 1.0, 2.0]],
-            [[2.0, -1.0, 0.5, 0.0], [0.0, 0.0, 4.0, 1.0], [-2.0, 1.0, 1.0, 0.0]],
-        ]
-    )  # (B, T_q, T_k) = (2, 3, 4), nothing masked
+    name = kit.name_of(log_softmax, "log_softmax")
+    cases = (
+        (
+            np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0], [2.0, -1.0, 0.5]]),
+            "a 3 × 3 matrix of small scores",
+        ),
+        (
+            np.array([[1000.0, 1001.0, 1002.0], [-1000.0, -1001.0, -1002.0]]),
+            "scores around +1000 and -1000",
+        ),
+        (
+            np.array([[0.0, -1000.0, 5.0], [3.0, 3.0, -800.0]]),
+            "rows in which some weights round to 0.0",
+        ),
+    )
 
-    def explain_nan(values: np.ndarray, all_masked: np.ndarray, what: str) -> None:
-        bad = ~np.isfinite(values).all(axis=-1)  # (B, T_q)
+    def explain_non_finite(scores: np.ndarray, values: np.ndarray, what: str) -> None:
+        bad = ~np.isfinite(values)
         if not bad.any():
             return
-        if bad[1, 0]:
+        weights = softmax.softmax(scores, axis=-1)
+        if (weights[bad] == 0).all() and np.isneginf(values[bad]).all():
+            i, j = np.argwhere(bad)[0]
             raise kit.Mistake(
-                f"row (1, 0) of {what}, scores [1000, 1001, 1002, -inf], came out NaN or "
-                "infinite. That is overflow: np.exp(1000.0) is inf in float64. " + _OVERFLOW_FIX
+                f"{what} gives -inf at ({i}, {j}), where the score is {scores[i, j]:g} and "
+                f"the row's best is {scores[i].max():g}. Its weight is so small that it "
+                "rounds to 0.0, and log(0) = -inf, so taking the log of the weights cannot "
+                "work. Its true log-weight is finite: compute it from the scores, as the "
+                "score minus the log-sum-exp of its row."
             )
-        if bad[1, 1]:
+        if scores.max() >= 1000 and bad[0].any():
             raise kit.Mistake(
-                f"row (1, 1) of {what}, scores [-1000, -1001, -inf, -1003], came out NaN. "
-                "That is underflow: shifted by a maximum taken over more than its own row "
-                "(here 1002), all its exponentials are 0.0 and 0 / 0 is NaN. Subtract each "
-                "row's OWN maximum, `scores.max(axis=-1, keepdims=True)`."
+                f"row 0 of {what}, scores [1000, 1001, 1002], came out NaN or infinite. That "
+                "is overflow: np.exp(1000.0) is inf in float64. " + _OVERFLOW_FIX
             )
-        if bad[0, 2] and not bad[~all_masked].any():
+        if scores.max() >= 1000 and bad[1].any():
             raise kit.Mistake(
-                f"row (0, 2) of {what}, in which every key is masked (all -inf), came out "
-                "NaN: its maximum is -inf, and -inf - (-inf) is NaN (without the shift it is "
-                "0 / 0). A query that may look at nothing should get no weight at all: "
-                "shift such a row by 0 instead of its maximum, and divide only where the "
-                "total is positive (for example `np.divide(e, total, out=np.zeros_like(e), "
-                "where=total > 0)`), so the row stays all zeros."
+                f"row 1 of {what}, scores [-1000, -1001, -1002], came out NaN or infinite. "
+                "Shifted by a maximum taken over the whole matrix (1002), its exponentials "
+                "are all 0.0 and their log is -inf. Subtract each row's OWN maximum, "
+                "`scores.max(axis=-1, keepdims=True)`."
             )
-        b, i = np.argwhere(bad)[0]
-        raise kit.Mistake(f"row ({b}, {i}) of {what} came out NaN or infinite")
+        i, j = np.argwhere(bad)[0]
+        raise kit.Mistake(f"entry ({i}, {j}) of {what} came out NaN or infinite")
 
-    def check_one(scores: np.ndarray, what: str) -> None:
-        masked = np.isneginf(scores)
-        all_masked = masked.all(axis=-1)  # (B, T_q)
-        expected = softmax.softmax(scores, axis=-1)
+    def check_one(scores: np.ndarray, description: str) -> None:
+        what = f"{name}({description})"
+        expected = _log_softmax(scores)
         try:
-            result = kit.call_on_copy(masked_softmax, scores)
+            result = kit.call_on_copy(log_softmax, scores)
         except kit.Mistake as mistake:
             if "broadcast" in str(mistake):
                 raise kit.Mistake(
-                    f"{mistake}. The row totals have shape (B, T_q) = (2, 3) and do not line "
-                    "up with the scores (2, 3, 4): keep the summed axis with "
-                    "`.sum(axis=-1, keepdims=True)` (shape (2, 3, 1))."
+                    f"{mistake}. The row totals have shape (T_q,) = ({scores.shape[0]},) and "
+                    f"do not line up with the scores {scores.shape}: keep the summed axis with "
+                    f"`keepdims=True` (shape ({scores.shape[0]}, 1))."
                 ) from mistake
             raise
         values = kit.values_like(result, expected)
-        if values is not None and masked.any():
-            explain_nan(values, all_masked, what)
+        if values is not None:
+            explain_non_finite(scores, values, what)
         got = kit.as_result_array(result, expected, what)
-        if all_masked.any() and np.allclose(got[all_masked], 1 / scores.shape[-1]):
-            raise kit.Mistake(
-                f"row (0, 2) of {what}, in which every key is masked, got the uniform weights "
-                f"1/{scores.shape[-1]}. That is what happens when -inf is replaced by a large "
-                "negative number such as -1e9: the row's scores are then all equal. A query "
-                "that may look at nothing should get weight 0 for every key."
+        largest = scores.max(axis=-1, keepdims=True)
+        known = (
+            (
+                softmax.softmax(scores, axis=-1),
+                "returned the weights, not their logarithms",
+            ),
+            (
+                scores - largest,
+                "returned the scores minus each row's maximum. That shift alone is not the "
+                "log of the weights: subtract the log of the row's total too, "
+                "log Σ_j e^(z_j - m)",
+            ),
+            (
+                expected + largest,
+                "is off by each row's maximum m: log Σ_j e^(z_j) = m + log Σ_j e^(z_j - m), "
+                "so after shifting the scores by m, add m back to the log-sum-exp",
+            ),
+            (
+                _log_softmax(scores, axis=0),
+                "normalised each COLUMN (axis=0), over the queries; each query needs "
+                "log-weights over the keys, the last axis, axis=-1",
+            ),
+            (
+                scores - softmax.log_sum_exp(scores.reshape(-1)),
+                "subtracted one log-sum-exp taken over the whole matrix; each row needs its "
+                "own, along axis=-1 with keepdims=True",
+            ),
+        )
+        if scores.shape[0] == scores.shape[1]:  # only a square matrix broadcasts silently
+            without_keepdims = (
+                "without keepdims=True the row maxima or totals, shape (T_q,), line up with "
+                "the LAST axis, so entry (i, j) is shifted by row j's. Keep the reduced axis "
+                "with `keepdims=True`"
             )
-        if (got[masked] != 0).any():
-            b, i, j = np.argwhere(masked & (got != 0))[0]
-            raise kit.Mistake(
-                f"key {j} of row ({b}, {i}) of {what} is masked (score -inf) but got weight "
-                f"{got[b, i, j]:.4g}: e^(-inf) = 0, so a masked key must get exactly 0"
+            shifted = scores - largest[:, 0]  # the maximum of row j taken from column j
+            known += (
+                (
+                    scores - softmax.log_sum_exp(scores, axis=-1),
+                    "subtracted the log-sum-exp of row j from column j: " + without_keepdims,
+                ),
+                (shifted - softmax.log_sum_exp(shifted, axis=-1), without_keepdims),
             )
-        row_sums = got.sum(axis=-1)
-        if not np.allclose(row_sums[~all_masked], 1.0):
-            for axis, over in ((1, "the queries"), (0, "the batch")):
-                if np.allclose(got.sum(axis=axis), 1.0):
-                    raise kit.Mistake(
-                        f"in {what} the weights sum to one along axis={axis}, over {over}, "
-                        "but each query needs weights over the KEYS: apply softmax along "
-                        "the last axis, axis=-1"
-                    )
+        if kit.match_known_mistakes(got, expected, known, what, joiner=" "):
+            return
+        row_sums = np.exp(got).sum(axis=-1)
+        if not np.allclose(row_sums, 1.0):
             raise kit.Mistake(
-                f"the rows of {what} sum to {kit.show(row_sums.round(4))}, but each row with an "
-                "unmasked key should sum to 1 (and an all-masked row to 0): take the maximum "
-                "and the sum along axis=-1 with keepdims=True"
+                f"the exponentials of each row of {what} should sum to 1 (they are the "
+                f"weights), but they sum to {kit.show(row_sums.round(4))}"
             )
         kit.assert_close(got, expected, what)
 
     def checks() -> str:
-        check_one(plain, f"{name}(scores without a mask)")
-        check_one(_masked_scores(), f"{name}(masked scores)")
+        # The known mistakes are computed on these scores too, and underflow on purpose.
+        with np.errstate(all="ignore"):
+            for scores, description in cases:
+                check_one(scores, description)
         return (
-            "Your masked softmax is right: masked keys get exactly 0, a row with nothing to "
-            "look at gets zeros instead of NaN, and huge or tiny scores are handled."
+            "Your log-softmax is exact and stable: every log-weight is finite, even where the "
+            "weight itself rounds to 0.0."
         )
 
     return kit.run_checks(checks)
 
 
 def check_log_sum_exp(log_sum_exp: Callable[[np.ndarray], Any]) -> kit.Feedback:
-    """Check the learner's log-sum-exp (chapter 2, exercise 4).
+    """Check the learner's log-sum-exp (chapter 2, exercise 3).
 
     Expected signature: ``log_sum_exp(scores: np.ndarray) -> float``: the logarithm of the sum
     of the exponentials of the scores, ``log Σ_i e^(z_i)``, computed without overflow or

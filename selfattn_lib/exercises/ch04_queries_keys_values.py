@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from selfattn_lib import attention, softmax
+from selfattn_lib import attention, embeddings, softmax
 from selfattn_lib.exercises import _kit as kit
 
 _CH4_SHAPE_HINT = (
@@ -124,22 +124,24 @@ def check_one_query_attention(one_query_attention: Callable[..., Any]) -> kit.Fe
     return kit.run_checks(checks)
 
 
-# The chapter's three tokens x1, x2, x3 (rows), D = 4.
-_CH4_TOKENS = np.array([[1.0, 0.0, 0.0, 1.0], [0.0, 2.0, 2.0, 0.0], [1.0, 1.0, 0.0, 0.0]])
+# The course's running example, "the cat sat because it was tired": (T, D) = (7, 8).
+_CH4_TOKENS = embeddings.tokenize(embeddings.RUNNING_EXAMPLE)
+_CH4_IT, _CH4_BECAUSE, _CH4_CAT = (_CH4_TOKENS.index(w) for w in ("it", "because", "cat"))
 
 
 def check_design_projections(design_projections: Callable[[], Any]) -> kit.Feedback:
-    """Check projections that make token x1 attend to x3 (chapter 4, exercise 2).
+    """Check projections that tell *it* from *because* (chapter 4, exercise 3).
 
     Expected signature: ``design_projections() -> (w_q, w_k)``, two projections with the same
-    ``d_k >= 1`` of the learner's choice. With the chapter's tokens ``x1 = [1, 0, 0, 1]``,
-    ``x2 = [0, 2, 2, 0]``, ``x3 = [1, 1, 0, 0]`` as the rows of ``X``, the weights
-    ``softmax(X w_q (X w_k)ᵀ / √d_k)`` must give x1 a weight of at least 0.9 on x3.
+    ``d_k >= 1`` of the learner's choice. With the vectors of the running sentence "the cat sat
+    because it was tired" (``embeddings.embed``) as the rows of ``X``, the weights
+    ``softmax(X w_q (X w_k)ᵀ / √d_k)`` must give *it* a weight of at least 0.9 on *cat*, and
+    *because* a weight of at most 0.5 on *cat*.
 
     Shapes
     ------
-    no arguments → ``w_q``, ``w_k``: ``(D, d_k)`` with ``D = 4``; ``X``: ``(T, D) = (3, 4)`` and
-    its weights ``(T_q, T_k) = (3, 3)``.
+    no arguments → ``w_q``, ``w_k``: ``(D, d_k)`` with ``D = 8``; ``X``: ``(T, D) = (7, 8)`` and
+    its weights ``(T_q, T_k) = (7, 7)``.
 
     Examples
     --------
@@ -149,6 +151,8 @@ def check_design_projections(design_projections: Callable[[], Any]) -> kit.Feedb
     ✘ Not yet. design_projections() must return a pair (w_q, w_k)
     """
     name = kit.name_of(design_projections, "design_projections")
+    x = embeddings.embed(_CH4_TOKENS)  # (T, D) = (7, 8)
+    n_features = x.shape[1]
 
     def as_matrix(value: Any, label: str) -> np.ndarray:
         try:
@@ -159,13 +163,17 @@ def check_design_projections(design_projections: Callable[[], Any]) -> kit.Feedb
             raise kit.Mistake(f"{label} must be a matrix (D, d_k), got shape {matrix.shape}")
         if not np.isfinite(matrix).all():
             raise kit.Mistake(f"{label} contains NaN or infinity")
-        if matrix.shape[0] != 4:
-            flipped = " (it looks transposed)" if matrix.shape[1] == 4 else ""
+        if matrix.shape[0] != n_features:
+            flipped = " (it looks transposed)" if matrix.shape[1] == n_features else ""
             raise kit.Mistake(
-                f"{label} has shape {matrix.shape}{flipped}: it maps a token of size D = 4 to "
-                "d_k numbers, so it needs 4 rows, shape (4, d_k)"
+                f"{label} has shape {matrix.shape}{flipped}: it maps a token of size "
+                f"D = {n_features} to d_k numbers, so it needs {n_features} rows, "
+                f"shape ({n_features}, d_k)"
             )
         return matrix
+
+    def row(weights: np.ndarray) -> str:
+        return ", ".join(f"{word} {w:.3f}" for word, w in zip(_CH4_TOKENS, weights, strict=True))
 
     def checks() -> str:
         result = kit.call(design_projections)
@@ -178,17 +186,32 @@ def check_design_projections(design_projections: Callable[[], Any]) -> kit.Feedb
                 f"w_q has {w_q.shape[1]} columns and w_k has {w_k.shape[1]}: queries and keys "
                 "must have the same length d_k, or their dot products are undefined"
             )
-        q, k = _CH4_TOKENS @ w_q, _CH4_TOKENS @ w_k  # (3, d_k)
-        weights = attention.scaled_dot_product_attention(q, k, k)[1]  # (3, 3)
-        row = ", ".join(f"{w:.3f}" for w in weights[0])
-        if weights[0, 2] < 0.9:
-            favourite = int(np.argmax(weights[0]))
+        q, k = x @ w_q, x @ w_k  # (T, d_k) each
+        weights = attention.scaled_dot_product_attention(q, k, k)[1]  # (T, T)
+        on_it, on_because = weights[_CH4_IT, _CH4_CAT], weights[_CH4_BECAUSE, _CH4_CAT]
+        if on_because > 0.5 and np.allclose(q[_CH4_IT], q[_CH4_BECAUSE]):
             raise kit.Mistake(
-                f"x1's weights on (x1, x2, x3) are ({row}): x3 gets {weights[0, 2]:.3f}, not "
-                f"0.9 (x1 attends most to x{favourite + 1}). Make q1 · k3 larger than q1 · k1 "
-                "and q1 · k2 by a few units of √d_k"
+                f"'it' and 'because' get the same query, so the same weights ({on_it:.3f} on "
+                "'cat'): your w_q reads only features the two words share. Compare their "
+                "vectors feature by feature and build the query from the one that differs"
             )
-        return f"x1's weights on (x1, x2, x3) are ({row}): it attends to x3."
+        if on_it < 0.9:
+            favourite = _CH4_TOKENS[int(np.argmax(weights[_CH4_IT]))]
+            raise kit.Mistake(
+                f"the weights of 'it' are ({row(weights[_CH4_IT])}): 'cat' gets {on_it:.3f}, "
+                f"not 0.9 ('it' attends most to '{favourite}'). Make q_it · k_cat larger than "
+                "the other scores of 'it' by a few units of √d_k"
+            )
+        if on_because > 0.5:
+            raise kit.Mistake(
+                f"'it' puts {on_it:.3f} on 'cat', but 'because' puts {on_because:.3f} there, "
+                "not at most 0.5: the query of 'because' still asks for 'cat'. Build the "
+                "query from a feature that 'it' has and 'because' has not"
+            )
+        return (
+            f"'it' puts {on_it:.3f} of its weight on 'cat', 'because' only {on_because:.3f}: "
+            "your query reads the one feature in which the two words differ."
+        )
 
     return kit.run_checks(checks)
 

@@ -48,9 +48,10 @@ def check_score_scale(score_scale: Callable[..., Any]) -> kit.Feedback:
             ),
             (
                 t / (d_k * s2**2),
-                "that factor makes the STANDARD DEVIATION of the scores equal to the target "
-                "variance: multiplying the scores by c multiplies their variance by c², so "
-                "take the square root",
+                f"that is σ² / (d_k s⁴), the target variance over Var(q·k): the ratio of the "
+                f"VARIANCES, which is c², not c. Multiplying the scores by it multiplies their "
+                f"variance by its square, so they get variance σ⁴ / (d_k s⁴) = "
+                f"{t**2 / (d_k * s2**2):.6g} instead of σ² = {t:g}: take the square root",
             ),
             (
                 np.sqrt(t) / (d_k * s2**2),

@@ -270,70 +270,99 @@ def check_masked_attention(masked_attention: Callable[..., Any]) -> kit.Feedback
     return kit.run_checks(checks)
 
 
-def check_mha_attn_mask(mha_attn_mask: Callable[[np.ndarray, int], Any]) -> kit.Feedback:
-    """Check the learner's conversion to ``nn.MultiheadAttention``'s mask (chapter 6, ex. 4).
+def check_dependence(dependence: Callable[[Callable[..., Any], np.ndarray], Any]) -> kit.Feedback:
+    """Check the learner's exact dependence test, the leak detector (chapter 6, exercise 4).
 
-    Expected signature: ``mha_attn_mask(mask: np.ndarray, n_heads: int) -> np.ndarray``. The
-    input is this course's boolean mask (``True`` = may attend); the result is the boolean
-    ``attn_mask`` that ``torch.nn.MultiheadAttention`` accepts for per-sequence masks:
-    ``True`` = IGNORE, one copy per head, with the ``H`` copies of sequence ``b``'s mask at
-    rows ``b * H, …, b * H + H - 1`` (batch-major, as PyTorch reshapes ``(B, H, …)`` into
-    ``(B * H, …)``).
+    Expected signature: ``dependence(attend, x) -> np.ndarray``. ``attend`` maps one sequence
+    ``x`` to one output per position; entry ``(i, j)`` of the result is ``True`` when output
+    ``i`` changes, in any bit, once token ``j`` of ``x`` is replaced by a clearly different
+    vector, and ``False`` when output ``i`` stays exactly the same. A causal layer gives the
+    lower triangle, diagonal included. ``x`` itself must be left unchanged. The checker tries
+    a running sum, attention with no mask, a causal mask and a look-back window, and a causal
+    layer that leaks a tiny amount of the future.
 
     Shapes
     ------
-    ``mask``: ``(B, T_q, T_k)`` → ``(B * H, T_q, T_k)`` with ``H = n_heads``, dtype bool.
+    ``x``: ``(T, D)``; ``attend(x)``: ``(T, D_out)`` → ``(T, T)`` = ``(T_out, T_in)``, dtype
+    bool: rows are outputs, columns the input tokens that were changed.
 
     Examples
     --------
     A function that forgets its ``return`` gets the standard reminder:
 
-    >>> check_mha_attn_mask(lambda mask, n_heads: None)
-    ✘ Not yet. mha_attn_mask(mask of shape (2, 3, 4), n_heads=3) returned None: did you forget
-    the `return` statement?
+    >>> check_dependence(lambda attend, x: None)
+    ✘ Not yet. dependence(running sum, x of shape (5, 4)) returned None: did you forget the
+    `return` statement?
     """
-    name = kit.name_of(mha_attn_mask, "mha_attn_mask")
-    causal = np.tril(np.ones((3, 4), dtype=bool), k=1)  # (T_q, T_k)
-    keys_ok = (np.arange(4) < np.array([4, 2])[:, None])[:, None, :]  # (B, 1, T_k)
-    mask = causal & keys_ok  # (B, T_q, T_k) = (2, 3, 4), different per sequence
+    name = kit.name_of(dependence, "dependence")
+    x = np.random.default_rng(6).normal(size=(5, 4))  # (T, D)
+    t = len(x)
+    lower = np.tril(np.ones((t, t), dtype=bool))  # (T, T): j <= i
+    window = lower & ~np.tril(np.ones((t, t), dtype=bool), k=-2)  # i - 2 < j <= i
+
+    def attend_with(mask: np.ndarray | None) -> Callable[[np.ndarray], np.ndarray]:
+        def attend(x: np.ndarray) -> np.ndarray:
+            return attention.scaled_dot_product_attention(x, x, x, mask=mask)[0]  # (T, D)
+
+        return attend
+
+    def leaky_attend(x: np.ndarray) -> np.ndarray:
+        """Causal attention whose hidden scores are -20, not -inf: the future gets weights
+        of 1e-11 to 1e-9 here, far below np.allclose's tolerance, but not zero."""
+        scores = attention.attention_scores(x, x)  # (T, T)
+        weights = softmax.softmax(np.where(lower, scores, -20.0))
+        return weights @ x  # (T, D)
+
+    cases = (
+        ("running sum", lambda x: np.cumsum(x, axis=0), lower),
+        ("attention with a causal mask", attend_with(lower), lower),
+        ("attention with no mask", attend_with(None), np.ones((t, t), dtype=bool)),
+        ("attention with a look-back window of 2", attend_with(window), window),
+        ("causal attention that leaks a little", leaky_attend, np.ones((t, t), dtype=bool)),
+    )
 
     def checks() -> str:
-        for n_heads in (3, 1, 2):
-            expected = np.repeat(~mask, n_heads, axis=0)  # (B * H, T_q, T_k)
-            what = f"{name}(mask of shape {mask.shape}, n_heads={n_heads})"
-            result = kit.call(mha_attn_mask, mask.copy(), n_heads)
-            shape = np.shape(result) if result is not None else None
-            if shape == mask.shape and n_heads > 1:
+        for label, attend, expected in cases:
+            what = f"{name}({label}, x of shape {x.shape})"
+            given = x.copy()
+            result = kit.call_quietly(dependence, attend, given)
+            if not np.array_equal(given, x):
                 raise kit.Mistake(
-                    f"{what} returned shape {shape} = (B, T_q, T_k). nn.MultiheadAttention "
-                    "wants a 3-D attn_mask of shape (B * H, T_q, T_k): one copy per head, "
-                    f"here {expected.shape}"
-                )
-            if shape == (mask.shape[0], n_heads, *mask.shape[1:]) and n_heads > 1:
-                raise kit.Mistake(
-                    f"{what} returned shape {shape} = (B, H, T_q, T_k): merge the first two "
-                    f"axes into B * H, shape {expected.shape}"
+                    f"{what} changed the array x it was given. Change a copy "
+                    "(`changed = x.copy()`), one token at a time, so that every other test "
+                    "starts from the original sentence"
                 )
             got = kit.as_bool_array(result, expected, what)
             if np.array_equal(got, expected):
                 continue
-            if np.array_equal(got, ~expected):
+            if np.array_equal(got.T, expected):
                 raise kit.Mistake(
-                    f"{what} keeps our convention (True = may attend). For "
-                    "nn.MultiheadAttention a boolean True means IGNORE: invert the mask with ~"
+                    f"{what} is the transpose of the right table: entry (i, j) says whether "
+                    "OUTPUT i changes when INPUT token j changes, so changing token j fills "
+                    "column j"
                 )
-            if np.array_equal(got, np.tile(~mask, (n_heads, 1, 1))):
+            if label.endswith("leaks a little") and np.array_equal(got, lower):
                 raise kit.Mistake(
-                    f"{what} puts the copies in the wrong order (as np.tile does: sequence 0, "
-                    "sequence 1, sequence 0, …). PyTorch reads row b * H + h as sequence b, "
-                    "head h, so the H copies of one sequence must be next to each other: "
-                    "np.repeat(..., n_heads, axis=0)"
+                    f"{what} says the future does not reach earlier outputs, but this layer "
+                    "leaks: its hidden keys get weights of 1e-11 to 1e-9, so the earlier outputs "
+                    "do change, by less than a tolerance such as np.allclose's. A leak test "
+                    "must compare exactly (np.array_equal, or `!=`)"
                 )
-            index = tuple(int(i) for i in np.argwhere(got != expected)[0])
-            raise kit.Mistake(f"{what}{list(index)} is {bool(got[index])}, expected the opposite")
+            if not got.any():
+                raise kit.Mistake(
+                    f"{what} is False everywhere: no output ever changed. Does the changed "
+                    "copy really differ from x at token j? Give token j a clearly different "
+                    "vector (for example add 1 to it)"
+                )
+            i, j = (int(n) for n in np.argwhere(got != expected)[0])
+            raise kit.Mistake(
+                f"{what}[{i}, {j}] is {bool(got[i, j])}, but output {i} "
+                f"{'changes' if expected[i, j] else 'stays exactly the same'} when token {j} "
+                "is replaced"
+            )
         return (
-            "Your conversion is right: inverted for 'True = ignore' and repeated head by head "
-            "in the (B * H, T_q, T_k) order nn.MultiheadAttention expects."
+            "Your leak detector is right: it changes one token at a time, in a copy, and "
+            "compares exactly, so even a leak of 1e-11 shows."
         )
 
     return kit.run_checks(checks)

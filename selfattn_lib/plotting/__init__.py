@@ -25,24 +25,42 @@ from selfattn_lib.plotting.base import (
     vectors_2d,
 )
 from selfattn_lib.plotting.ch01_similarity import (
+    angle_curves,
+    dot_and_cosine_matrices,
+    feature_products,
     similarity_geometry,
+    similarity_matrix_diagram,
+    two_rankings,
 )
 from selfattn_lib.plotting.ch02_softmax import (
+    softmax_steps,
     temperature_weights,
 )
 from selfattn_lib.plotting.ch03_self_attention import (
+    attention_maps_by_length,
+    kernel_regression_fit,
     spotlight_attention,
     spotlight_weights,
+    weighted_average_2d,
+    weighted_average_flow,
 )
 from selfattn_lib.plotting.ch04_queries_keys_values import (
+    attention_flow,
+    one_query_steps,
     projected_attention_weights,
 )
 from selfattn_lib.plotting.ch05_scaling import (
+    learning_rate_sweep,
+    one_query_scaling,
+    saturation_by_dimension,
     scaling_effect,
+    versus_dimension,
 )
 from selfattn_lib.plotting.ch06_masks import (
     MASK_KINDS,
     mask_and_weights,
+    next_word_mask,
+    padded_batch,
 )
 from selfattn_lib.plotting.ch07_multi_head import (
     HEAD_LAYOUTS,
@@ -83,13 +101,31 @@ __all__ = [
     "heatmap",
     "new_axes",
     "vectors_2d",
+    "feature_products",
     "similarity_geometry",
+    "similarity_matrix_diagram",
+    "angle_curves",
+    "two_rankings",
+    "dot_and_cosine_matrices",
     "temperature_weights",
+    "softmax_steps",
+    "attention_maps_by_length",
+    "kernel_regression_fit",
     "spotlight_attention",
     "spotlight_weights",
+    "weighted_average_2d",
+    "weighted_average_flow",
+    "attention_flow",
+    "one_query_steps",
     "projected_attention_weights",
     "scaling_effect",
+    "one_query_scaling",
+    "versus_dimension",
+    "learning_rate_sweep",
+    "saturation_by_dimension",
     "mask_and_weights",
+    "next_word_mask",
+    "padded_batch",
     "head_layout",
     "head_weights",
     "encoding_heatmap",

@@ -1,4 +1,7 @@
-"""Figures of chapter 1, dot-product similarity."""
+"""Figures of chapter 1, dot-product similarity: the geometry of two vectors, the two measures
+side by side (against the angle, as rankings, as matrices), and two
+computed diagrams (a dot product feature by feature, and the similarity matrix of a sentence
+as the product of its token matrix with its transpose)."""
 
 from __future__ import annotations
 
@@ -9,9 +12,13 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from selfattn_lib.plotting.base import (
+    COLUMN_WIDTH,
     OKABE_ITO,
+    bar_chart,
+    heatmap,
     new_axes,
 )
+from selfattn_lib.plotting.diagrams import Diagram, Grid, flow
 
 
 def similarity_geometry(
@@ -145,6 +152,269 @@ def similarity_geometry(
     return ax.figure
 
 
+def angle_curves(a: Sequence[float], lengths: Sequence[float], *, n_angles: int = 181) -> Figure:
+    """The dot product (left) and the cosine similarity (right) of the fixed 2-D vector ``a``
+    with a vector ``b`` that turns from 0° to 180° away from ``a``, one curve per length of
+    ``b``: the static twin of chapter 1's angle-and-length widget.
+
+    Shapes
+    ------
+    ``a``: ``(2,)``; ``lengths``: up to three positive numbers.
+
+    Examples
+    --------
+    >>> fig = angle_curves([1.0, 0.0], [2.0], n_angles=3)
+    >>> fig.axes[0].lines[1].get_ydata().round(6).tolist()  # a·b at 0°, 90°, 180°
+    [2.0, 0.0, -2.0]
+    """
+    from selfattn_lib.similarity import cosine_similarity, dot_product
+
+    a = np.asarray(a, dtype=np.float64)
+    if a.shape != (2,) or not np.isfinite(a).all() or not a.any():
+        raise ValueError(f"a must be a nonzero finite 2-D vector, shape (2,), got {a}")
+    if not 1 <= len(lengths) <= 3 or min(lengths) <= 0:
+        raise ValueError(f"lengths must be one to three positive numbers, got {lengths}")
+    degrees = np.linspace(0.0, 180.0, n_angles)  # (n,)
+    radians = np.arctan2(a[1], a[0]) + np.radians(degrees)  # (n,): b's direction
+    direction = np.stack([np.cos(radians), np.sin(radians)], axis=-1)  # (n, 2)
+    figure = Figure(figsize=(COLUMN_WIDTH, 3.4), layout="constrained")
+    panels = figure.subplots(1, 2)
+    measures = (("dot product a·b", dot_product), ("cosine similarity cos θ", cosine_similarity))
+    for ax, (name, measure) in zip(panels, measures, strict=True):
+        ax.axhline(0, color="grey", lw=0.6)
+        for length, style, colour in zip(lengths, ("-", "--", ":"), OKABE_ITO, strict=False):
+            values = measure(length * direction, np.broadcast_to(a, direction.shape))  # (n,)
+            ax.plot(degrees, values, style, color=colour, lw=2, label=f"|b| = {length:g}")
+        ax.set_xticks([0, 45, 90, 135, 180])
+        ax.set_xlabel("angle θ between a and b (degrees)")
+        ax.set_ylabel(name)
+        ax.set_title(name)
+        ax.legend()
+    figure.suptitle(f"a is fixed, |a| = {np.linalg.norm(a):g}; b turns from 0° to 180°")
+    return figure
+
+
+def two_rankings(
+    word: str,
+    vector: Sequence[float],
+    candidates: Sequence[str],
+    vectors: Sequence[Sequence[float]],
+) -> Figure:
+    """Two bar charts of the same candidate words: their dot products with ``vector`` (left)
+    and their cosine similarities with it (right), each titled with its winner.
+
+    Shapes
+    ------
+    ``vector``: ``(D,)``; ``candidates``: ``n`` words; ``vectors``: ``(n, D)``.
+
+    Examples
+    --------
+    >>> fig = two_rankings("a", [1.0, 0.0], ["long", "aligned"], [[3.0, 3.0], [1.0, 0.0]])
+    >>> [ax.get_title() for ax in fig.axes]
+    ['dot product with a: long wins', 'cosine with a: aligned wins']
+    """
+    from selfattn_lib.similarity import similarity_matrix
+
+    vector = np.asarray(vector, dtype=np.float64)
+    vectors = np.asarray(vectors, dtype=np.float64)
+    if vectors.ndim != 2 or vector.shape != vectors.shape[1:]:
+        raise ValueError(
+            f"vectors must have shape (n, D) with D = len(vector): got {vectors.shape} and "
+            f"vector of shape {vector.shape}"
+        )
+    _check_labels("candidates", candidates, len(vectors))
+    figure = Figure(figsize=(COLUMN_WIDTH, 3.2), layout="constrained")
+    panels = figure.subplots(1, 2)
+    for ax, measure, name in zip(panels, ("dot", "cosine"), ("dot product", "cosine"), strict=True):
+        values = similarity_matrix(vector[None, :], vectors, measure=measure)[0]  # (n,)
+        top = max(float(values.max()), 0.0)
+        bar_chart(
+            values,
+            list(candidates),
+            title=f"{name} with {word}: {candidates[int(values.argmax())]} wins",
+            xlabel="word",
+            ylabel=f"{'dot' if measure == 'dot' else 'cos'}({word}, word)",
+            ylim=(min(float(values.min()), 0.0), 1.1 * top if top else 1.0),
+            ax=ax,
+        )
+    return figure
+
+
+def dot_and_cosine_matrices(x: Sequence[Sequence[float]], tokens: Sequence[str]) -> Figure:
+    """Two heatmaps of a sentence's token vectors ``x``, every token against every token:
+    dot products ``X Xᵀ`` (left) and cosine similarities (right), rounded to one decimal.
+
+    Shapes
+    ------
+    ``x``: ``(T, D)``; ``tokens``: ``T`` strings.
+
+    Examples
+    --------
+    >>> fig = dot_and_cosine_matrices([[2.0, 0.0], [1.0, 1.0]], ["a", "b"])
+    >>> fig.axes[1].get_title(), fig.axes[1].images[0].get_array()[0, 1].round(4)
+    ('Cosine similarities', np.float64(0.7071))
+    """
+    from selfattn_lib.similarity import similarity_matrix
+
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 2:
+        raise ValueError(f"x must be a matrix of token vectors (T, D), got shape {x.shape}")
+    _check_labels("tokens", tokens, len(x))
+    figure = Figure(figsize=(COLUMN_WIDTH, 3.5), layout="constrained")
+    panels = figure.subplots(1, 2)
+    titles = {"dot": r"Dot products $\mathbf{X}\mathbf{X}^\top$", "cosine": "Cosine similarities"}
+    for ax, (measure, title) in zip(panels, titles.items(), strict=True):
+        heatmap(
+            similarity_matrix(x, x, measure=measure),
+            list(tokens),
+            list(tokens),
+            title=title,
+            xlabel="token j",
+            ylabel="token i",
+            colorbar_label="dot product" if measure == "dot" else "cosine",
+            fmt=".1f",
+            ax=ax,
+        )
+    return figure
+
+
 def _two_decimals(value: float) -> str:
     """``value`` with two decimals, never ``-0.00`` (a rounding error left of zero)."""
     return f"{round(value, 2) + 0.0:.2f}"
+
+
+def _vector_format(values: np.ndarray) -> str:
+    """One decimal when every value is a whole number of tenths (the hand-made word vectors),
+    so that a row of eight features fits the column; two decimals otherwise."""
+    tenths = np.asarray(values, dtype=np.float64) * 10
+    return ".1f" if np.allclose(tenths, np.round(tenths), rtol=0, atol=1e-9) else ".2f"
+
+
+def _check_labels(name: str, labels: Sequence[str], count: int) -> None:
+    if len(labels) != count:
+        raise ValueError(f"{name} must have {count} labels, got {len(labels)}")
+
+
+def feature_products(
+    word: str,
+    vector: np.ndarray,
+    others: Sequence[str],
+    other_vectors: np.ndarray,
+    products: np.ndarray,
+    dot_products: np.ndarray,
+    features: Sequence[str],
+) -> Diagram:
+    """Draw dot products feature by feature: the vector of ``word`` times each vector of
+    ``others``, one product per feature (``products``), and each row of products added up
+    (``dot_products``). The figure draws the arrays it is given and computes nothing.
+
+    Shapes
+    ------
+    ``vector``: ``(D,)``; ``other_vectors`` and ``products``: ``(n, D)`` for ``n`` other
+    words; ``dot_products``: ``(n,)``; ``features``: ``D`` names; ``others``: ``n`` words.
+
+    Examples
+    --------
+    >>> from selfattn_lib.plotting.diagrams import read_back
+    >>> a, b = np.array([1.0, 0.5]), np.array([[0.2, 0.4]])
+    >>> d = feature_products("a", a, ["b"], b, a * b, (a * b).sum(-1), ["f1", "f2"])
+    >>> read_back(d.figure, "a · word").tolist()
+    [[0.4]]
+    """
+    vector = np.asarray(vector, dtype=np.float64)
+    other_vectors = np.asarray(other_vectors, dtype=np.float64)
+    products = np.asarray(products, dtype=np.float64)
+    dot_products = np.asarray(dot_products, dtype=np.float64)
+    if vector.ndim != 1:
+        raise ValueError(f"vector must have shape (D,), got {vector.shape}")
+    n_others, n_features = len(others), vector.shape[0]
+    for name, array in (("other_vectors", other_vectors), ("products", products)):
+        if array.shape != (n_others, n_features):
+            raise ValueError(
+                f"{name} must have shape (n, D) = ({n_others}, {n_features}) for "
+                f"{n_others} other words and a vector of shape {vector.shape}, "
+                f"got {array.shape}"
+            )
+    if dot_products.shape != (n_others,):
+        raise ValueError(
+            f"dot_products must have shape (n,) = ({n_others},), got {dot_products.shape}"
+        )
+    _check_labels("features", features, n_features)
+    inputs = np.concatenate([vector[None, :], other_vectors])  # (1 + n, D)
+    fmt = _vector_format(inputs)
+    return flow(
+        Grid(word, vector, rows=[word], cols=list(features), fmt=fmt),
+        "×",
+        Grid(", ".join(others), other_vectors, rows=list(others), cols=list(features), fmt=fmt),
+        "=",
+        Grid(
+            "products",
+            products,
+            rows=[f"{word}×{other}" for other in others],
+            role="scores",
+            note="one product per feature",
+        ),
+        "add up →",
+        Grid(f"{word} · word", dot_products[:, None], rows=list(others), role="scores"),
+        title=f"Dot products with {word}: multiply feature by feature, then add up",
+    )
+
+
+def similarity_matrix_diagram(
+    tokens: Sequence[str],
+    features: Sequence[str],
+    x: np.ndarray,
+    scores: np.ndarray,
+) -> Diagram:
+    """Draw the similarity matrix of a sentence as the flow X × Xᵀ = S: the token matrix
+    ``x`` (one row per token), its transpose (one column per token) and ``scores``, the dot
+    product of every token with every token. The figure draws the arrays it is given; the
+    transpose is the same numbers laid out by columns.
+
+    Shapes
+    ------
+    ``x``: ``(T, D)`` for ``T`` tokens and ``D`` features; ``scores``: ``(T, T)``.
+
+    Examples
+    --------
+    >>> from selfattn_lib.plotting.diagrams import read_back
+    >>> x = np.array([[1.0, 0.0], [0.5, 0.5]])
+    >>> d = similarity_matrix_diagram(["a", "b"], ["f1", "f2"], x, x @ x.T)
+    >>> read_back(d.figure, "S").tolist()
+    [[1.0, 0.5], [0.5, 0.5]]
+    """
+    x = np.asarray(x, dtype=np.float64)
+    scores = np.asarray(scores, dtype=np.float64)
+    if x.ndim != 2:
+        raise ValueError(f"x must have shape (T, D), got {x.shape}")
+    n_tokens, n_features = x.shape
+    if scores.shape != (n_tokens, n_tokens):
+        raise ValueError(
+            f"scores must have shape (T, T) = ({n_tokens}, {n_tokens}) for x of shape "
+            f"{x.shape}, got {scores.shape}"
+        )
+    _check_labels("tokens", tokens, n_tokens)
+    _check_labels("features", features, n_features)
+    fmt = _vector_format(x)
+    return flow(
+        Grid("X", x, rows=list(tokens), cols=list(features), fmt=fmt, note="a row per token"),
+        "×",
+        Grid(
+            "Xᵀ",
+            x.T,
+            rows=list(features),
+            cols=list(tokens),
+            fmt=fmt,
+            note="a column per token",
+        ),
+        "=",
+        Grid(
+            "S",
+            scores,
+            rows=list(tokens),
+            cols=list(tokens),
+            role="scores",
+            note="S[i, j] = token i · token j",
+        ),
+        title="The similarity matrix of a sentence: S = X Xᵀ",
+    )

@@ -12,6 +12,7 @@ from selfattn_lib.plotting.base import (
     OKABE_ITO,
     bar_chart,
 )
+from selfattn_lib.plotting.diagrams import Diagram, Grid, flow
 
 
 def temperature_weights(
@@ -23,7 +24,8 @@ def temperature_weights(
 ) -> Figure:
     """Draw the softmax weights of one row of ``scores`` at ``temperature``, one bar per label.
 
-    The y axis always runs from 0 to a little above 1, so figures at different temperatures
+    The keys' labels are slanted, so that the words of a sentence fit under a small panel. The
+    y axis always runs from 0 to a little above 1, so figures at different temperatures
     compare at a glance, and a dashed line marks the uniform weight ``1/n`` that the weights
     approach as the temperature grows.
 
@@ -50,12 +52,14 @@ def temperature_weights(
         weights,
         labels,
         title=f"τ = {temperature:.3g}",
-        xlabel="key",
         ylabel="softmax weight",
         ylim=(0.0, 1.15),
         ax=ax,
     )
     axes = ax if ax is not None else figure.axes[0]
+    # The keys are words: slanted, a sentence's worth of them fits under a narrow panel.
+    for label in axes.get_xticklabels():
+        label.set(rotation=30, ha="right", rotation_mode="anchor")
     uniform = 1.0 / len(weights)
     axes.axhline(uniform, color=OKABE_ITO[1], linestyle="--", linewidth=1)
     axes.text(
@@ -68,3 +72,66 @@ def temperature_weights(
         va="center",
     )
     return figure
+
+
+def softmax_steps(
+    tokens: Sequence[str],
+    scores: Sequence[float],
+    exponentials: Sequence[float],
+    total: float,
+    weights: Sequence[float],
+    *,
+    query: str,
+    title: str = "",
+) -> Diagram:
+    """Draw softmax step by step for one query's row: its scores, their exponentials, the
+    total that divides them, and the weights (a computed diagram).
+
+    Every number drawn is one the caller computed; the figure does no maths of its own, so a
+    test can read the numbers back (:func:`~selfattn_lib.plotting.diagrams.read_back`, grids
+    ``"z"``, ``"exp(z)"``, ``"total"`` and ``"weights"``) and compare them with the softmax.
+
+    Shapes
+    ------
+    ``tokens``, ``scores``, ``exponentials``, ``weights``: ``(T_k,)``, one entry per key;
+    ``total``: one number.
+
+    Examples
+    --------
+    >>> from selfattn_lib.plotting.diagrams import read_back
+    >>> d = softmax_steps(["a", "b"], [0.0, 1.0], [1.0, 2.72], 3.72, [0.27, 0.73], query="a")
+    >>> read_back(d.figure, "weights").tolist()
+    [[0.27, 0.73]]
+    """
+    rows = {
+        "scores": np.asarray(scores, dtype=np.float64),
+        "exponentials": np.asarray(exponentials, dtype=np.float64),
+        "weights": np.asarray(weights, dtype=np.float64),
+    }
+    labels = list(tokens)
+    for name, row in rows.items():
+        if row.shape != (len(labels),):
+            raise ValueError(
+                f"{name} must hold one number per token, shape ({len(labels)},), "
+                f"got shape {row.shape}"
+            )
+    if np.ndim(total) != 0:
+        raise ValueError(f"total must be one number, got shape {np.shape(total)}")
+    query_row = [query]
+    return flow(
+        Grid("z", rows["scores"], rows=query_row, cols=labels, role="scores", note="scores"),
+        "exp →",
+        Grid("exp(z)", rows["exponentials"], rows=query_row, cols=labels, note="all positive"),
+        "÷",
+        Grid("total", [float(total)], note="sum of exp(z)"),
+        "=",
+        Grid(
+            "weights",
+            rows["weights"],
+            rows=query_row,
+            cols=labels,
+            role="weights",
+            note="sum to one",
+        ),
+        title=title,
+    )

@@ -1,4 +1,9 @@
-"""Figures of chapter 4, queries, keys and values."""
+"""Figures of chapter 4, queries, keys and values: the two computed diagrams (the whole flow
+X → Q, K, V → scores → weights → outputs, and the six steps of one query) and the heatmap of
+the weights when the query projection is scaled.
+
+The diagrams draw the arrays the notebook computed and compute nothing themselves; their
+grids take the course's role colours (queries blue, keys vermillion, values green)."""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from selfattn_lib.attention import scaled_dot_product_attention
 from selfattn_lib.plotting.base import (
     heatmap,
 )
+from selfattn_lib.plotting.diagrams import Diagram, Grid, flow
 
 
 def projected_attention_weights(
@@ -22,6 +28,7 @@ def projected_attention_weights(
     *,
     query_scale: float = 1.0,
     colorbar: bool = True,
+    annotate: bool = True,
     ax: Axes | None = None,
 ) -> Figure:
     """Draw the attention weights ``softmax((X · s W_Q)(X W_K)ᵀ / √d_k)`` as a heatmap.
@@ -30,6 +37,7 @@ def projected_attention_weights(
     vector (uniform weights), larger values sharpen every row, as a lower temperature would.
     The colours always run from 0 to 1, so panels for several scales compare: draw them with
     ``colorbar=False`` and give them one :func:`~selfattn_lib.plotting.shared_colorbar`.
+    ``annotate=False`` leaves the numbers out of the cells (for small panels).
 
     Shapes
     ------
@@ -61,6 +69,217 @@ def projected_attention_weights(
         colorbar_label="attention weight",
         vmin=0.0,
         vmax=1.0,  # the same colours for every scale, so panels compare
+        annotate=annotate,
         colorbar=colorbar,
         ax=ax,
+    )
+
+
+def _matrix(name: str, values: object, shape: tuple[int | None, ...]) -> np.ndarray:
+    """``values`` as a float array of ``shape`` (``None``: any size), or a clear error."""
+    array = np.asarray(values, dtype=np.float64)
+    if array.ndim != len(shape) or any(
+        want is not None and got != want for got, want in zip(array.shape, shape, strict=True)
+    ):
+        wanted = "(" + ", ".join("any" if s is None else str(s) for s in shape) + ")"
+        raise ValueError(f"{name} must have shape {wanted}, got {array.shape}")
+    # Drawn as it will be read: a rounding error just left of zero is shown as 0, not −0.
+    return np.where(np.abs(array) < 1e-9, 0.0, array)
+
+
+def _labels(name: str, labels: Sequence[str], count: int) -> list[str]:
+    if len(labels) != count:
+        raise ValueError(f"{name} must have {count} labels, got {len(labels)}")
+    return list(labels)
+
+
+def attention_flow(
+    tokens: Sequence[str],
+    x: np.ndarray,
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    scaled_scores: np.ndarray,
+    weights: np.ndarray,
+    output: np.ndarray,
+    *,
+    features: Sequence[str],
+    query_names: Sequence[str],
+    key_names: Sequence[str],
+    value_names: Sequence[str],
+) -> Diagram:
+    """Draw the whole flow of scaled dot-product self-attention on one sentence: the token
+    matrix ``x``, its queries ``q``, keys ``k`` and values ``v``, the scaled scores
+    ``Q Kᵀ / √d_k``, the weights (their row-wise softmax) and the outputs ``weights @ v``.
+    The figure draws the arrays it is given and computes nothing.
+
+    Shapes
+    ------
+    ``x``: ``(T, D)``; ``q``, ``k``: ``(T, d_k)``; ``v``: ``(T, d_v)``; ``scaled_scores``,
+    ``weights``: ``(T, T)``; ``output``: ``(T, d_v)``. ``tokens``: ``T`` labels;
+    ``features``: ``D``; ``query_names``, ``key_names``: ``d_k``; ``value_names``: ``d_v``.
+
+    Examples
+    --------
+    >>> from selfattn_lib.plotting.diagrams import read_back
+    >>> x = np.eye(2)
+    >>> a = np.full((2, 2), 0.5)
+    >>> d = attention_flow(["a", "b"], x, x, x, x, x, a, a @ x, features=["f", "g"],
+    ...                    query_names=["f?", "g?"], key_names=["f", "g"],
+    ...                    value_names=["f", "g"])
+    >>> read_back(d.figure, "A").tolist()
+    [[0.5, 0.5], [0.5, 0.5]]
+    """
+    x = _matrix("x", x, (None, None))
+    n_tokens, n_features = x.shape
+    q = _matrix("q", q, (n_tokens, None))
+    d_k = q.shape[1]
+    k = _matrix("k", k, (n_tokens, d_k))
+    v = _matrix("v", v, (n_tokens, None))
+    d_v = v.shape[1]
+    scaled_scores = _matrix("scaled_scores", scaled_scores, (n_tokens, n_tokens))
+    weights = _matrix("weights", weights, (n_tokens, n_tokens))
+    output = _matrix("output", output, (n_tokens, d_v))
+    tokens = _labels("tokens", tokens, n_tokens)
+    return flow(
+        Grid(
+            "X",
+            x,
+            rows=tokens,
+            cols=_labels("features", features, n_features),
+            fmt=".1f",
+            note="a row per token",
+        ),
+        "→",
+        Grid(
+            "Q",
+            q,
+            cols=_labels("query_names", query_names, d_k),
+            role="query",
+            fmt=".1f",
+            note="X W_Q",
+        ),
+        Grid(
+            "K", k, cols=_labels("key_names", key_names, d_k), role="key", fmt=".1f", note="X W_K"
+        ),
+        Grid(
+            "V",
+            v,
+            cols=_labels("value_names", value_names, d_v),
+            role="value",
+            fmt=".1f",
+            note="X W_V",
+        ),
+        f"Q Kᵀ / √{d_k} →",
+        Grid(
+            "S",
+            scaled_scores,
+            rows=tokens,
+            cols=tokens,
+            role="scores",
+            fmt=".1f",
+            note="scaled scores: query row · key column",
+        ),
+        "softmax →",
+        Grid(
+            "A",
+            weights,
+            rows=tokens,
+            cols=tokens,
+            role="weights",
+            note="weights: each row sums to 1",
+        ),
+        "× V =",
+        Grid(
+            "Z",
+            output,
+            cols=_labels("value_names", value_names, d_v),
+            role="output",
+            note="outputs: A V",
+        ),
+        title=f"Self-attention on one sentence: d_k = {d_k}, d_v = {d_v}",
+    )
+
+
+def one_query_steps(
+    tokens: Sequence[str],
+    query_token: str,
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    scores: np.ndarray,
+    scaled_scores: np.ndarray,
+    weights: np.ndarray,
+    weighted_values: np.ndarray,
+    output: np.ndarray,
+    *,
+    query_names: Sequence[str],
+    key_names: Sequence[str],
+    value_names: Sequence[str],
+) -> Diagram:
+    """Draw the six steps of one query: (1) its query ``q`` and every key and value,
+    (2) the scores ``q · k_j``, (3) divided by ``√d_k``, (4) their softmax, (5) every value
+    times its weight and (6) their sum, the output. One row per key token. The figure draws
+    the arrays it is given and computes nothing.
+
+    Shapes
+    ------
+    ``q``: ``(d_k,)``; ``k``: ``(T_k, d_k)``; ``v``, ``weighted_values``: ``(T_k, d_v)``;
+    ``scores``, ``scaled_scores``, ``weights``: ``(T_k,)``; ``output``: ``(d_v,)``.
+
+    Examples
+    --------
+    >>> from selfattn_lib.plotting.diagrams import read_back
+    >>> k = np.eye(2)
+    >>> w = np.array([0.5, 0.5])
+    >>> d = one_query_steps(["a", "b"], "a", np.zeros(2), k, k, np.zeros(2), np.zeros(2),
+    ...                     w, w[:, None] * k, w @ k, query_names=["f?", "g?"],
+    ...                     key_names=["f", "g"], value_names=["f", "g"])
+    >>> read_back(d.figure, "a").tolist()
+    [[0.5], [0.5]]
+    """
+    k = _matrix("k", k, (None, None))
+    n_keys, d_k = k.shape
+    q = _matrix("q", q, (d_k,))
+    v = _matrix("v", v, (n_keys, None))
+    d_v = v.shape[1]
+    columns = {}
+    for name, array in (("scores", scores), ("scaled_scores", scaled_scores), ("weights", weights)):
+        columns[name] = _matrix(name, array, (n_keys,))[:, None]  # drawn as a column
+    weighted_values = _matrix("weighted_values", weighted_values, (n_keys, d_v))
+    output = _matrix("output", output, (d_v,))
+    tokens = _labels("tokens", tokens, n_keys)
+    values = _labels("value_names", value_names, d_v)
+    return flow(
+        Grid(
+            "q",
+            q,
+            cols=_labels("query_names", query_names, d_k),
+            role="query",
+            fmt=".1f",
+            note="1. query",
+        ),
+        "·",
+        Grid(
+            "K",
+            k,
+            rows=tokens,
+            cols=_labels("key_names", key_names, d_k),
+            role="key",
+            fmt=".1f",
+            note="1. keys",
+        ),
+        "=",
+        Grid("s", columns["scores"], role="scores", note="2. q·kⱼ"),
+        f"÷√{d_k}",
+        Grid("s′", columns["scaled_scores"], role="scores", note="3. scale"),
+        "softmax",
+        Grid("a", columns["weights"], role="weights", note="4. weights"),
+        "×",
+        Grid("V", v, rows=tokens, cols=values, role="value", fmt=".1f", note="1. values"),
+        "=",
+        Grid("aⱼvⱼ", weighted_values, cols=values, role="value", note="5. weigh"),
+        "sum →",
+        Grid("z", output, rows=[query_token], cols=values, role="output", note="6. sum"),
+        title=f"One query, six steps: the query of “{query_token}”",
     )

@@ -7,12 +7,16 @@ from collections.abc import Sequence
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from numpy.typing import ArrayLike
 
 from selfattn_lib.attention import scaled_dot_product_attention
 from selfattn_lib.plotting.base import (
     COLUMN_WIDTH,
     OKABE_ITO,
+    new_axes,
+    small_multiples,
 )
+from selfattn_lib.plotting.diagrams import Diagram, Grid, flow
 from selfattn_lib.similarity import dot_product
 
 
@@ -133,3 +137,245 @@ def scaling_effect(
     bar_ax.set_title(f"weights of one query over {n_keys} keys", fontsize=10)
     bar_ax.legend(loc="upper right", fontsize=8)
     return figure
+
+
+def one_query_scaling(
+    tokens: Sequence[str],
+    scores: ArrayLike,
+    scaled_scores: ArrayLike,
+    weights: ArrayLike,
+    scaled_weights: ArrayLike,
+    *,
+    d_k: int,
+    query: str,
+) -> Diagram:
+    """Draw one query's scores against every key, the same scores divided by ``√d_k``, and
+    the softmax weights of both, as one computed diagram: the unscaled weights on the left,
+    the scaled ones on the right, the scores in the middle.
+
+    The figure draws the arrays it is given and computes nothing: the notebook computes the
+    scores with :func:`~selfattn_lib.attention.attention_scores` and the weights with
+    :func:`~selfattn_lib.softmax.softmax`.
+
+    Parameters
+    ----------
+    tokens
+        The ``T_k`` key tokens, one label per row.
+    scores, scaled_scores
+        The query's unscaled scores ``q·k_j`` and its scores ``q·k_j / √d_k``.
+    weights, scaled_weights
+        The softmax of each: the weights without and with the division.
+    d_k
+        The size of the query and key vectors (written in the operator and the title).
+    query
+        The query's token (written in the title).
+
+    Shapes
+    ------
+    ``tokens``: ``T_k`` strings; the four arrays ``(T_k,)``, drawn as columns ``(T_k, 1)``.
+
+    Examples
+    --------
+    >>> from selfattn_lib.plotting.diagrams import read_back
+    >>> d = one_query_scaling(["a", "b"], [4.0, 0.0], [2.0, 0.0], [0.98, 0.02],
+    ...                       [0.88, 0.12], d_k=4, query="a")
+    >>> read_back(d.figure, "q·k/√4").ravel().tolist()
+    [2.0, 0.0]
+    """
+    if isinstance(d_k, bool) or not isinstance(d_k, (int, np.integer)) or d_k < 1:
+        raise ValueError(f"d_k must be a positive integer, got {d_k!r}")
+    if not isinstance(query, str) or not query:
+        raise TypeError(f"query must be a non-empty str, got {query!r}")
+    tokens = [str(token) for token in tokens]
+    arrays = {
+        "scores": scores,
+        "scaled_scores": scaled_scores,
+        "weights": weights,
+        "scaled_weights": scaled_weights,
+    }
+    columns = {}
+    for name, values in arrays.items():
+        array = np.asarray(values, dtype=np.float64)
+        if array.shape != (len(tokens),):
+            raise ValueError(
+                f"{name} must have one value per token, shape ({len(tokens)},), "
+                f"got shape {array.shape}"
+            )
+        columns[name] = array[:, None]  # (T_k, 1): drawn as a column beside the tokens
+    return flow(
+        Grid("a", columns["weights"], role="weights", note="unscaled"),
+        "← softmax",
+        Grid("q·k", columns["scores"], rows=tokens, role="scores", fmt=".1f"),
+        f"÷√{d_k} →",
+        Grid(f"q·k/√{d_k}", columns["scaled_scores"], role="scores"),
+        "softmax →",
+        Grid("a′", columns["scaled_weights"], role="weights", note="scaled"),
+        title=f'The query of "{query}" against every key, d_k = {d_k}',
+    )
+
+
+def versus_dimension(
+    dimensions: ArrayLike,
+    unscaled: ArrayLike,
+    scaled: ArrayLike,
+    *,
+    ylabel: str,
+    title: str = "",
+    log_y: bool = False,
+    guides: Sequence[tuple[float | ArrayLike, str]] = (),
+    connect: bool = True,
+    ax: Axes | None = None,
+) -> Figure:
+    """Plot a statistic measured for unscaled scores ``q·k`` (vermillion circles) and scaled
+    scores ``q·k / √d_k`` (blue squares) against ``d_k`` on a base-2 logarithmic axis, with
+    grey reference lines (``guides``: a constant or one value per ``d_k``, and a label;
+    dashed, then dotted). With ``connect=False`` the measurements are markers only, so that a
+    guide they lie on stays visible.
+
+    Shapes
+    ------
+    ``dimensions``, ``unscaled``, ``scaled``: ``(n,)``; each guide's values: a number or
+    ``(n,)``.
+
+    Examples
+    --------
+    >>> fig = versus_dimension([1, 2, 4], [1.0, 2.0, 4.0], [1.0, 1.0, 1.0],
+    ...                        ylabel="variance", guides=[(1.0, "Var = 1")])
+    >>> [line.get_label() for line in fig.axes[0].lines]
+    ['Var = 1', 'unscaled $q \\\\cdot k$', 'scaled $q \\\\cdot k / \\\\sqrt{d_k}$']
+    """
+    x = np.asarray(dimensions, dtype=np.float64)
+    series = {
+        "unscaled": np.asarray(unscaled, dtype=np.float64),
+        "scaled": np.asarray(scaled, dtype=np.float64),
+    }
+    if x.ndim != 1 or x.size == 0 or (x <= 0).any():
+        raise ValueError(f"dimensions must be positive numbers, shape (n,), got {x.shape}")
+    for name, values in series.items():
+        if values.shape != x.shape:
+            raise ValueError(
+                f"{name} must have one value per dimension, shape {x.shape}, got {values.shape}"
+            )
+    axes = new_axes((COLUMN_WIDTH * 0.8, 3.4), ax)
+    for (values, label), style in zip(guides, ("--", ":", "-."), strict=False):
+        axes.plot(x, np.broadcast_to(values, x.shape), color="grey", linestyle=style, label=label)
+    line = "-" if connect else ""
+    axes.plot(x, series["unscaled"], f"o{line}", color=OKABE_ITO[1], label="unscaled $q \\cdot k$")
+    axes.plot(
+        x,
+        series["scaled"],
+        f"s{line}",
+        color=OKABE_ITO[0],
+        label="scaled $q \\cdot k / \\sqrt{d_k}$",
+    )
+    axes.set_xscale("log", base=2)
+    if log_y:
+        axes.set_yscale("log")
+    axes.set_xlabel("$d_k$ (size of queries and keys)")
+    axes.set_ylabel(ylabel)
+    if title:
+        axes.set_title(title, fontsize=10)
+    axes.legend(fontsize=8)
+    return axes.figure
+
+
+def saturation_by_dimension(
+    dimensions: ArrayLike,
+    top_unscaled: ArrayLike,
+    top_scaled: ArrayLike,
+    entropy_unscaled: ArrayLike,
+    entropy_scaled: ArrayLike,
+    *,
+    n_keys: int,
+) -> Figure:
+    """Two panels side by side, as wide as the book's column: the median largest weight of a
+    row of ``n_keys`` weights against ``d_k`` (left, with the one-hot and uniform levels 1 and
+    ``1 / n_keys``), and its median entropy (right, with 0 and ``ln n_keys``), without and
+    with the division by ``√d_k``. Each panel is drawn by :func:`versus_dimension`.
+
+    Shapes
+    ------
+    ``dimensions`` and the four statistics: ``(n,)``, one value per ``d_k``.
+
+    Examples
+    --------
+    >>> fig = saturation_by_dimension([1, 4], [0.3, 0.9], [0.3, 0.3], [1.9, 0.4], [1.9, 1.8],
+    ...                               n_keys=8)
+    >>> [ax.get_title() for ax in fig.axes]
+    ['Largest of 8 weights', 'Entropy of 8 weights']
+    """
+    if isinstance(n_keys, bool) or not isinstance(n_keys, (int, np.integer)) or n_keys < 2:
+        raise ValueError(f"n_keys must be an integer >= 2, got {n_keys!r}")
+    figure, (left, right) = small_multiples(2, columns=2, panel_height=3.2)
+    versus_dimension(
+        dimensions,
+        top_unscaled,
+        top_scaled,
+        ylabel="median largest weight",
+        guides=[(1.0, "one-hot (1)"), (1 / n_keys, f"uniform (1/{n_keys})")],
+        title=f"Largest of {n_keys} weights",
+        ax=left,
+    )
+    versus_dimension(
+        dimensions,
+        entropy_unscaled,
+        entropy_scaled,
+        ylabel="median entropy (nats)",
+        guides=[(0.0, "one-hot (0)"), (float(np.log(n_keys)), f"uniform (ln {n_keys})")],
+        title=f"Entropy of {n_keys} weights",
+        ax=right,
+    )
+    return figure
+
+
+def learning_rate_sweep(
+    learning_rates: ArrayLike,
+    unscaled: ArrayLike,
+    scaled: ArrayLike,
+    *,
+    threshold: float,
+    ax: Axes | None = None,
+) -> Figure:
+    """Plot the loss a head reaches after training at each learning rate, without and with
+    the division by ``√d_k`` (vermillion circles and blue squares), both axes logarithmic,
+    with a dashed grey line at ``threshold``: above it, a run has failed or not yet learned.
+
+    Shapes
+    ------
+    ``learning_rates``, ``unscaled``, ``scaled``: ``(n,)`` positive numbers.
+
+    Examples
+    --------
+    >>> fig = learning_rate_sweep([0.01, 0.1], [0.05, 2.0], [0.2, 0.03], threshold=0.3)
+    >>> fig.axes[0].lines[1].get_ydata().tolist()  # the unscaled head's losses
+    [0.05, 2.0]
+    """
+    x = np.asarray(learning_rates, dtype=np.float64)
+    runs = {
+        "unscaled": np.asarray(unscaled, dtype=np.float64),
+        "scaled": np.asarray(scaled, dtype=np.float64),
+    }
+    if x.ndim != 1 or x.size == 0 or not (np.isfinite(x) & (x > 0)).all():
+        raise ValueError(f"learning_rates must be positive numbers, shape (n,), got {x}")
+    for name, losses in runs.items():
+        if losses.shape != x.shape:
+            raise ValueError(
+                f"{name} must have one loss per learning rate, shape {x.shape}, got {losses.shape}"
+            )
+        if not (np.isfinite(losses) & (losses > 0)).all():
+            raise ValueError(f"{name} losses must be finite and > 0 (log axis)")
+    if not threshold > 0:
+        raise ValueError(f"threshold must be > 0, got {threshold!r}")
+    axes = new_axes((COLUMN_WIDTH * 0.8, 3.2), ax)
+    axes.axhline(threshold, color="grey", linestyle="--", label=f"{threshold:g}: failed or slow")
+    styles = {"unscaled": ("o-", OKABE_ITO[1]), "scaled": ("s-", OKABE_ITO[0])}
+    labels = {"unscaled": "unscaled $q \\cdot k$", "scaled": "scaled $q \\cdot k / \\sqrt{d_k}$"}
+    for name, losses in runs.items():
+        marker, colour = styles[name]
+        axes.plot(x, losses, marker, color=colour, label=labels[name])
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.set_xlabel("learning rate")
+    axes.set_ylabel("loss after training (median)")
+    axes.legend(fontsize=8)
+    return axes.figure

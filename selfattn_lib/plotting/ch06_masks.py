@@ -1,4 +1,5 @@
-"""Figures of chapter 6, masks."""
+"""Figures of chapter 6, masks: the two computed diagrams (the causal mask of a sentence
+during training, padding in a batch) and the masks with the weights they produce."""
 
 from __future__ import annotations
 
@@ -15,8 +16,119 @@ from selfattn_lib.plotting.base import (
     heatmap,
     shared_colorbar,
 )
+from selfattn_lib.plotting.diagrams import Diagram, Grid, flow
 
 MASK_KINDS: tuple[str, ...] = ("none", "padding", "causal", "both")
+
+
+def next_word_mask(tokens: Sequence[str], mask: np.ndarray, targets: Sequence[str]) -> Diagram:
+    """Computed diagram: a causal mask over a sentence during training, each row (position)
+    with the word it is trained to predict.
+
+    Row ``i`` is the query at position ``i``; its ✓ are the keys it may attend to (the
+    prefix ``tokens[: i + 1]`` for a causal mask), and ``targets[i]`` is drawn beside it.
+    The diagram draws the arrays it is given and computes nothing.
+
+    Shapes
+    ------
+    ``tokens``: ``T`` strings; ``mask``: ``(T, T)`` boolean (``True`` = may attend);
+    ``targets``: ``T`` strings.
+
+    Examples
+    --------
+    >>> d = next_word_mask(["the", "cat"], np.tril(np.ones((2, 2), dtype=bool)), ["cat", "sat"])
+    >>> d.alt.split(". ")[1]
+    'causal mask, what each row may attend to: the: the; cat: the, cat'
+    """
+    mask = np.asarray(mask)
+    t = len(tokens)
+    if mask.dtype != np.bool_ or mask.shape != (t, t):
+        raise ValueError(
+            f"mask must be a ({t}, {t}) boolean array for {t} tokens, got dtype {mask.dtype} "
+            f"and shape {mask.shape}"
+        )
+    if len(targets) != t:
+        raise ValueError(f"targets must hold one word per token ({t}), got {len(targets)}")
+    return flow(
+        Grid(
+            "causal mask",
+            mask,
+            rows=list(tokens),
+            cols=list(tokens),
+            role="mask",
+            note="row = position, ✓ = may look at",
+        ),
+        "→ predicts",
+        Grid("next word", np.array(targets)[:, None], note="the answer"),
+        title="Training on one sentence: what each position sees, and what it predicts",
+    )
+
+
+def padded_batch(
+    batch_tokens: Sequence[Sequence[str]],
+    key_mask: np.ndarray,
+    weights: np.ndarray,
+    sequence: int,
+) -> Diagram:
+    """Computed diagram: a padded batch of token sequences, its padding mask over the keys,
+    and the masked attention weights of one sequence (zeros in its padding columns).
+
+    The diagram draws the arrays it is given and computes nothing.
+
+    Shapes
+    ------
+    ``batch_tokens``: ``B`` lists of ``T`` tokens (``"<pad>"`` for padding); ``key_mask``:
+    ``(B, T)`` boolean (``True`` = a real key); ``weights``: ``(B, T, T)``; ``sequence``: the
+    index ``b`` of the sequence whose weights are drawn.
+
+    Examples
+    --------
+    >>> key_mask = np.array([[True, True], [True, False]])
+    >>> weights = np.array([np.full((2, 2), 0.5), [[1.0, 0.0], [1.0, 0.0]]])
+    >>> d = padded_batch([["a", "b"], ["c", "<pad>"]], key_mask, weights, sequence=1)
+    >>> "padding mask (2 × 2) → weights of sentence 2 (2 × 2)" in d.alt
+    True
+    """
+    if len({len(row) for row in batch_tokens}) != 1:
+        raise ValueError("batch_tokens must be B lists of T tokens, all of one length T")
+    tokens = np.array([[str(token) for token in row] for row in batch_tokens])  # (B, T)
+    key_mask = np.asarray(key_mask)
+    weights = np.asarray(weights, dtype=np.float64)
+    n_seq, t = tokens.shape
+    if key_mask.dtype != np.bool_ or key_mask.shape != (n_seq, t):
+        raise ValueError(
+            f"key_mask must be a ({n_seq}, {t}) boolean array, got dtype {key_mask.dtype} "
+            f"and shape {key_mask.shape}"
+        )
+    if weights.shape != (n_seq, t, t):
+        raise ValueError(
+            f"weights must have shape (B, T, T) = {(n_seq, t, t)}, got {weights.shape}"
+        )
+    if not 0 <= sequence < n_seq:
+        raise ValueError(f"sequence must be a sequence index in [0, {n_seq}), got {sequence}")
+    names = [f"sentence {b + 1}" for b in range(n_seq)]
+    row = list(tokens[sequence])
+    return flow(
+        Grid("batch", tokens, rows=names, note="padded to one length"),
+        Grid(
+            "padding mask",
+            key_mask,
+            rows=names,
+            cols=[str(j) for j in range(t)],
+            role="mask",
+            note="✓ real key, ✗ <pad> key",
+        ),
+        "→",
+        Grid(
+            f"weights of {names[sequence]}",
+            weights[sequence],
+            rows=row,
+            cols=row,
+            role="weights",
+            note="softmax of the masked scores",
+        ),
+        title="A padded batch",
+    )
 
 
 def mask_and_weights(

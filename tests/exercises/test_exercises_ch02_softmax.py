@@ -39,17 +39,14 @@ def ch2_temperature_for_top_weight(scores, target):
     return ch2_bisect_temperature(scores, target)
 
 
-def ch2_masked_softmax(scores):
-    largest = scores.max(axis=-1, keepdims=True)
-    largest = np.where(np.isneginf(largest), 0.0, largest)  # all-masked rows: shift by 0
-    exponentials = np.exp(scores - largest)
-    totals = exponentials.sum(axis=-1, keepdims=True)
-    return np.divide(exponentials, totals, out=np.zeros_like(exponentials), where=totals > 0)
-
-
 def ch2_log_sum_exp(scores):
     largest = scores.max()
     return largest + np.log(np.exp(scores - largest).sum())
+
+
+def ch2_log_softmax(scores):
+    largest = scores.max(axis=-1, keepdims=True)
+    return scores - largest - np.log(np.exp(scores - largest).sum(axis=-1, keepdims=True))
 
 
 def ch2_stub(*args):
@@ -62,8 +59,8 @@ CH2_CHECKERS = {
         exercises.check_temperature_for_top_weight,
         ch2_temperature_for_top_weight,
     ),
-    "masked_softmax": (exercises.check_masked_softmax, ch2_masked_softmax),
     "log_sum_exp": (exercises.check_log_sum_exp, ch2_log_sum_exp),
+    "log_softmax": (exercises.check_log_softmax, ch2_log_softmax),
 }
 
 
@@ -137,52 +134,6 @@ def test_ch2_temperature_for_top_weight_names_typical_mistakes():
     )
 
 
-def test_ch2_masked_softmax_names_typical_mistakes():
-    checker = exercises.check_masked_softmax
-    with np.errstate(all="raise"):  # the checker, not the test, must silence the warnings
-        unmasked = checker(ch2_stable_softmax)
-    assert_ch2_mistake(unmasked, "row (0, 2)", "every key is masked", "-inf - (-inf) is NaN")
-
-    def naive(scores):
-        exponentials = np.exp(scores)
-        return exponentials / exponentials.sum(axis=-1, keepdims=True)
-
-    assert_ch2_mistake(checker(naive), "row (1, 0)", "overflow")
-
-    def batch_maximum(scores):
-        exponentials = np.exp(scores - scores[np.isfinite(scores)].max())
-        return exponentials / exponentials.sum(axis=-1, keepdims=True)
-
-    assert_ch2_mistake(checker(batch_maximum), "row (1, 1)", "underflow", "OWN maximum")
-    assert_ch2_mistake(
-        checker(lambda s: ch2_masked_softmax(np.where(np.isneginf(s), -1e9, s))),
-        "uniform weights 1/4",
-        "-1e9",
-    )
-    assert_ch2_mistake(
-        checker(lambda s: ch2_stable_softmax(s, axis=1)), "along axis=1, over the queries"
-    )
-
-    def no_keepdims(scores):
-        exponentials = np.exp(scores - scores.max(axis=-1, keepdims=True))
-        return exponentials / exponentials.sum(axis=-1)
-
-    assert_ch2_mistake(checker(no_keepdims), "keepdims=True", "(2, 3, 1)")
-
-    def masked_get_a_little(scores):
-        # As if -inf were replaced by -30 in the rows that have an unmasked key.
-        has_a_key = np.isfinite(scores.max(axis=-1, keepdims=True))
-        return ch2_masked_softmax(np.where(np.isneginf(scores) & has_a_key, -30.0, scores))
-
-    assert_ch2_mistake(checker(masked_get_a_little), "is masked (score -inf) but got weight")
-
-    def in_place(scores):
-        scores[np.isneginf(scores.max(axis=-1))] = 0.0
-        return ch2_masked_softmax(scores)
-
-    assert_ch2_mistake(checker(in_place), "changed the array it was given")
-
-
 def test_ch2_log_sum_exp_names_typical_mistakes():
     with np.errstate(all="raise"):
         naive = exercises.check_log_sum_exp(lambda s: np.log(np.exp(s).sum()))
@@ -213,6 +164,79 @@ def test_ch2_log_sum_exp_names_typical_mistakes():
         "shifts_only_large_scores([-1000.0, -1000.0])",
         "underflow",
     )
+
+
+def test_ch2_log_softmax_names_typical_mistakes():
+    checker = exercises.check_log_softmax
+    with np.errstate(all="raise"):  # the checker, not the test, must silence the warnings
+        log_of_weights = checker(lambda s: np.log(ch2_stable_softmax(s)))
+    assert_ch2_mistake(log_of_weights, "gives -inf at (0, 1)", "rounds to 0.0", "log(0)")
+
+    def naive(scores):
+        exponentials = np.exp(scores)
+        return np.log(exponentials / exponentials.sum(axis=-1, keepdims=True))
+
+    assert_ch2_mistake(checker(naive), "row 0", "[1000, 1001, 1002]", "overflow")
+
+    def matrix_maximum(scores):
+        shifted = scores - scores.max()
+        return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+    assert_ch2_mistake(checker(matrix_maximum), "row 1", "OWN maximum")
+    assert_ch2_mistake(checker(ch2_stable_softmax), "returned the weights, not their log")
+    assert_ch2_mistake(
+        checker(lambda s: s - s.max(axis=-1, keepdims=True)), "minus each row's maximum"
+    )
+
+    def not_added_back(scores):
+        largest = scores.max(axis=-1, keepdims=True)
+        return scores - np.log(np.exp(scores - largest).sum(axis=-1, keepdims=True))
+
+    assert_ch2_mistake(checker(not_added_back), "not_added_back(", "add m back")
+
+    def columns(scores):
+        largest = scores.max(axis=0, keepdims=True)
+        return scores - largest - np.log(np.exp(scores - largest).sum(axis=0, keepdims=True))
+
+    assert_ch2_mistake(checker(columns), "COLUMN (axis=0)")
+
+    def no_keepdims(scores):
+        largest = scores.max(axis=-1, keepdims=True)
+        return scores - (largest[:, 0] + np.log(np.exp(scores - largest).sum(axis=-1)))
+
+    assert_ch2_mistake(checker(no_keepdims), "row j from column j", "keepdims=True")
+
+    def no_keepdims_anywhere(scores):
+        shifted = scores - scores.max(axis=-1)
+        return shifted - np.log(np.exp(shifted).sum(axis=-1))
+
+    assert_ch2_mistake(checker(no_keepdims_anywhere), "shifted by row j's", "keepdims=True")
+
+    def no_keepdims_on_the_second_matrix(scores):
+        if scores.shape[0] == scores.shape[1]:
+            return ch2_log_softmax(scores)
+        return scores - scores.max(axis=-1)  # (2, 3) - (2,): NumPy refuses
+
+    assert_ch2_mistake(
+        checker(no_keepdims_on_the_second_matrix), "broadcast", "keepdims=True", "(2, 1)"
+    )
+
+    def one_total(scores):
+        largest = scores.max()
+        return scores - largest - np.log(np.exp(scores - largest).sum())
+
+    assert_ch2_mistake(checker(one_total), "over the whole matrix")
+    assert_ch2_mistake(checker(lambda s: s - 1.0), "sum to [")
+
+    def in_place(scores):
+        scores -= scores.max(axis=-1, keepdims=True)
+        return scores - np.log(np.exp(scores).sum(axis=-1, keepdims=True))
+
+    assert_ch2_mistake(checker(in_place), "changed the array it was given")
+    # Going through the library's log-sum-exp is right too.
+    from selfattn_lib.softmax import log_sum_exp
+
+    assert checker(lambda s: s - log_sum_exp(s, axis=-1)[:, None]).passed
 
 
 # Every checker of the chapter with a correct answer: test_exercises_registry.py runs them.

@@ -5,7 +5,9 @@ checker promises is tested once, over REFERENCES, in test_exercises_registry.py.
 import numpy as np
 import pytest
 
-from selfattn_lib import exercises
+from selfattn_lib import embeddings, exercises
+
+CH4_FEATURE = {name: i for i, name in enumerate(embeddings.FEATURES)}
 
 
 def ch4_softmax(scores, axis=-1):
@@ -20,8 +22,16 @@ def ch4_one_query_attention(x, i, w_q, w_k, w_v, divide_by=None):
     return weights @ v, weights
 
 
+def ch4_one_feature_head(query_feature, strength, key_feature="animal"):
+    """Projections of d_k = 1: the query reads one feature, the key another."""
+    w_q, w_k = np.zeros((8, 1)), np.zeros((8, 1))
+    w_q[CH4_FEATURE[query_feature], 0] = strength
+    w_k[CH4_FEATURE[key_feature], 0] = 1.0
+    return w_q, w_k
+
+
 def ch4_design_projections():
-    return np.array([[0.0], [0.0], [0.0], [5.0]]), np.array([[0.0], [1.0], [-1.0], [0.0]])
+    return ch4_one_feature_head("animal", 60.0)  # only "it", not "because", has an animal
 
 
 def ch4_cross_attention(x_q, x_kv, w_q, w_k, w_v, axis=-1):
@@ -95,16 +105,25 @@ def test_ch4_one_query_attention_names_order_and_role_mistakes():
 
 def test_ch4_design_projections_names_shape_and_strength_mistakes():
     check = exercises.check_design_projections
-    transposed = check(lambda: (np.ones((1, 4)), np.ones((1, 4))))
-    assert_ch4_mistake(transposed, "shape (1, 4) (it looks transposed)", "needs 4 rows")
-    unequal = check(lambda: (np.ones((4, 3)), np.ones((4, 2))))
+    transposed = check(lambda: (np.ones((1, 8)), np.ones((1, 8))))
+    assert_ch4_mistake(transposed, "shape (1, 8) (it looks transposed)", "needs 8 rows")
+    unequal = check(lambda: (np.ones((8, 3)), np.ones((8, 2))))
     assert_ch4_mistake(unequal, "w_q has 3 columns and w_k has 2", "same length d_k")
-    too_weak = check(
-        lambda: (np.array([[0.0], [0], [0], [1.0]]), np.array([[0.0], [1], [-1], [0]]))
-    )
-    assert_ch4_mistake(too_weak, "x3 gets 0.576, not 0.9", "x1 attends most to x3")
-    identity = check(lambda: (np.eye(4), np.eye(4)))
-    assert_ch4_mistake(identity, "x1 attends most to x1")
+    too_weak = check(lambda: ch4_one_feature_head("animal", 50.0))
+    assert_ch4_mistake(too_weak, "'cat' gets 0.893, not 0.9", "'it' attends most to 'cat'")
+    identity = check(lambda: (np.eye(8), np.eye(8)))
+    assert_ch4_mistake(identity, "'cat' gets 0.136, not 0.9")
+
+
+def test_ch4_design_projections_names_a_query_that_it_and_because_share():
+    check = exercises.check_design_projections
+    # The chapter's head, made sharp enough for "it": "because" asks exactly the same.
+    shared = check(lambda: ch4_one_feature_head("grammar", 80.0))
+    assert_ch4_mistake(shared, "'it' and 'because' get the same query", "feature by feature")
+    mixed = ch4_one_feature_head("animal", 60.0)
+    mixed[0][CH4_FEATURE["grammar"], 0] = 5.0  # grammar still makes "because" ask for "cat"
+    leaky = check(lambda: mixed)
+    assert_ch4_mistake(leaky, "'because' puts 0.646 there", "'it' has and 'because' has not")
 
 
 def test_ch4_cross_attention_names_axis_and_source_mistakes():

@@ -72,13 +72,42 @@ def test_ch5_score_scale_names_typical_mistakes():
     def no_root(d_k, entry_variance, target_variance):
         return target_variance / (d_k * entry_variance**2)
 
-    assert_ch5_mistake(check(no_root), "multiplies their variance by c²")
+    assert_ch5_mistake(
+        check(no_root),
+        "no_root(64, 1, 1) returned 0.015625",
+        "ratio of the VARIANCES, which is c², not c",
+        "variance σ⁴ / (d_k s⁴) = 0.015625 instead of σ² = 1",
+    )
 
     def divisor(d_k, entry_variance, target_variance):
         return entry_variance * np.sqrt(d_k) / np.sqrt(target_variance)
 
     assert_ch5_mistake(check(divisor), "number to DIVIDE the scores by")
     assert_ch5_mistake(check(lambda d, s2, t: 0.5), "have variance", "c² d_k s⁴")
+
+
+def test_ch5_score_scale_says_what_the_missing_square_root_does_to_the_variance():
+    """c = σ² / (d_k s⁴) gives scores of variance c² d_k s⁴ = σ⁴ / (d_k s⁴): derived here
+    and measured by simulation, and that is what the feedback says (not that it sets the
+    standard deviation to σ², which holds only when d_k s⁴ = 1)."""
+    d_k, s2, t = 9, 2.0, 9.0  # the checker's last case, where the slip is not the answer
+    c = t / (d_k * s2**2)
+    rng = np.random.default_rng(0)
+    q = rng.normal(scale=np.sqrt(s2), size=(200_000, d_k))
+    k = rng.normal(scale=np.sqrt(s2), size=(200_000, d_k))
+    measured = np.var(c * (q * k).sum(axis=-1))
+    derived = t**2 / (d_k * s2**2)
+    assert abs(measured / derived - 1) < 0.02
+    assert abs(np.sqrt(derived) - t) > 1  # its standard deviation is not σ² = 9
+
+    def no_root_last_case(d_k, entry_variance, target_variance):
+        if (d_k, entry_variance, target_variance) == (9, 2.0, 9.0):
+            return target_variance / (d_k * entry_variance**2)
+        return ch5_score_scale(d_k, entry_variance, target_variance)
+
+    feedback = exercises.check_score_scale(no_root_last_case)
+    assert_ch5_mistake(feedback, f"variance σ⁴ / (d_k s⁴) = {derived:.6g} instead of σ² = 9")
+    assert "STANDARD DEVIATION" not in feedback.message
 
 
 def test_ch5_softmax_jacobian_names_typical_mistakes():

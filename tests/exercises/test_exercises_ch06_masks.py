@@ -121,52 +121,75 @@ def test_ch6_masked_attention_checker_keeps_warnings_quiet(recwarn):
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
 
 
-def ch6_mha_attn_mask(mask, n_heads):
-    return np.repeat(~mask, n_heads, axis=0)
+def ch6_dependence(attend, x, *, copy=True, exact=True, step=1.0):
+    outputs = attend(x)
+    table = np.zeros((len(x), len(x)), dtype=bool)
+    for j in range(len(x)):
+        changed = x.copy() if copy else x
+        changed[j] = changed[j] + step
+        after = attend(changed)
+        if exact:
+            table[:, j] = (after != outputs).any(axis=-1)
+        else:
+            table[:, j] = ~np.isclose(after, outputs).all(axis=-1)
+    return table
 
 
-def test_ch6_mha_attn_mask_reference_and_stub():
-    assert exercises.check_mha_attn_mask(ch6_mha_attn_mask).passed
-    feedback = exercises.check_mha_attn_mask(ch6_stub)
+def test_ch6_dependence_reference_and_stub():
+    assert exercises.check_dependence(ch6_dependence).passed
+    feedback = exercises.check_dependence(ch6_stub)
     assert not feedback.attempted and "raise NotImplementedError" in feedback.message
 
 
-def test_ch6_mha_attn_mask_matches_torch_multihead_attention():
-    torch = pytest.importorskip("torch")
-    from selfattn_lib.multihead import MultiHeadParams, multi_head_attention
+def test_ch6_dependence_accepts_a_tiny_threshold_and_other_changes():
+    def with_threshold(attend, x):
+        outputs = attend(x)
+        table = np.zeros((len(x), len(x)), dtype=bool)
+        for j in range(len(x)):
+            changed = x.copy()
+            changed[j] = -2.0 * changed[j] + 3.0  # another clearly different token
+            table[:, j] = np.abs(attend(changed) - outputs).max(axis=-1) > 1e-12
+        return table
 
-    rng = np.random.default_rng(0)
-    params = MultiHeadParams.init(4, rng, bias=False)
-    x = rng.normal(size=(2, 3, 4))
-    mask = np.tril(np.ones((3, 3), dtype=bool)) & (np.arange(3) < np.array([3, 1])[:, None, None])
-    mha = torch.nn.MultiheadAttention(4, 2, bias=False, batch_first=True, dtype=torch.float64)
-    with torch.no_grad():
-        mha.in_proj_weight.copy_(
-            torch.from_numpy(np.concatenate([params.w_q.T, params.w_k.T, params.w_v.T]))
-        )
-        mha.out_proj.weight.copy_(torch.from_numpy(params.w_o.T))
-        xt = torch.from_numpy(x)
-        theirs, _ = mha(xt, xt, xt, attn_mask=torch.from_numpy(ch6_mha_attn_mask(mask, 2)))
-    ours, _ = multi_head_attention(x, x, params, n_heads=2, mask=mask)
-    np.testing.assert_allclose(ours, theirs.numpy(), atol=1e-12)
+    assert exercises.check_dependence(with_threshold).passed
+
+
+def test_ch6_dependence_finds_the_leak_that_a_tolerance_misses():
+    """The checker's leaky layer really leaks: an exact test sees it, np.allclose does not."""
+    from selfattn_lib import attention, softmax
+
+    x = np.random.default_rng(0).normal(size=(4, 3))
+    causal = np.tril(np.ones((4, 4), dtype=bool))
+
+    def leaky(x):
+        scores = attention.attention_scores(x, x)
+        return softmax.softmax(np.where(causal, scores, -20.0)) @ x
+
+    assert ch6_dependence(leaky, x).all()
+    np.testing.assert_array_equal(ch6_dependence(leaky, x, exact=False), causal)
 
 
 @pytest.mark.parametrize(
     ("answer", "fragments"),
     [
-        (lambda m, h: np.repeat(m, h, axis=0), ["True means IGNORE"]),
-        (lambda m, h: np.tile(~m, (h, 1, 1)), ["wrong order", "np.repeat"]),
-        (lambda m, h: ~m, ["(B, T_q, T_k)", "B * H"]),
-        (lambda m, h: np.repeat(~m[:, None], h, axis=1), ["(B, H, T_q, T_k)"]),
-        (lambda m, h: np.repeat(~m, h, axis=0).astype(int), ["must be boolean"]),
+        (lambda a, x: ch6_dependence(a, x, exact=False), ["leaks", "compare exactly"]),
+        (lambda a, x: ch6_dependence(a, x, copy=False), ["changed the array x", "x.copy()"]),
+        (lambda a, x: ch6_dependence(a, x).T, ["transpose", "column j"]),
+        (lambda a, x: ch6_dependence(a, x, step=0.0), ["False everywhere", "clearly different"]),
+        (lambda a, x: ch6_dependence(a, x).astype(int), ["dtype int64", "must be boolean"]),
+        (
+            lambda a, x: ch6_dependence(a, x) & ~np.eye(len(x), dtype=bool),
+            ["[0, 0] is False", "output 0 changes when token 0"],
+        ),
+        (lambda a, x: ch6_dependence(a, x)[0], ["returned shape (5,)", "expected (5, 5)"]),
     ],
 )
-def test_ch6_mha_attn_mask_names_typical_mistakes(answer, fragments):
-    assert_ch6_mistake(exercises.check_mha_attn_mask(answer), *fragments)
+def test_ch6_dependence_names_typical_mistakes(answer, fragments):
+    assert_ch6_mistake(exercises.check_dependence(answer), *fragments)
 
 
 # Every checker of the chapter with a correct answer: test_exercises_registry.py runs them.
 REFERENCES = {
     **{checker.__name__: solution for checker, solution in CH6_CHECKERS.values()},
-    "check_mha_attn_mask": ch6_mha_attn_mask,
+    "check_dependence": ch6_dependence,
 }

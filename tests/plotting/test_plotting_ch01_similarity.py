@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from selfattn_lib import plotting
+from selfattn_lib import embeddings, plotting, similarity
+from selfattn_lib.plotting.diagrams import read_back
 
 
 def test_similarity_geometry_states_the_values_in_the_title():
@@ -65,3 +66,131 @@ def test_similarity_geometry_reach_fixes_a_square_frame_for_small_multiples():
 def test_similarity_geometry_rejects_bad_input(a, b, reach, message):
     with pytest.raises(ValueError, match=message):
         plotting.similarity_geometry(a, b, reach=reach)
+
+
+# --- Computed diagrams: the drawn numbers, read back, against the concept functions ---------
+
+
+def test_similarity_matrix_diagram_draws_the_dot_products_of_the_running_example():
+    tokens = embeddings.tokenize(embeddings.RUNNING_EXAMPLE)
+    x = embeddings.embed(tokens)  # (T, D) = (7, 8)
+    diagram = plotting.similarity_matrix_diagram(tokens, embeddings.FEATURES, x, x @ x.T)
+    drawn = read_back(diagram.figure, "S")  # (T, T), rounded to 2 decimals
+    expected = similarity.similarity_matrix(embeddings.embed(embeddings.RUNNING_EXAMPLE))
+    np.testing.assert_allclose(drawn, expected, rtol=0, atol=0.005 + 1e-12)
+    # The hand-made features are whole tenths: one decimal shows them exactly.
+    np.testing.assert_array_equal(read_back(diagram.figure, "X"), x)
+    np.testing.assert_array_equal(read_back(diagram.figure, "Xᵀ"), x.T)
+    assert diagram.alt.startswith(
+        "Computed diagram: The similarity matrix of a sentence: S = X Xᵀ: "
+        "X (7 × 8) × Xᵀ (8 × 7) = S (7 × 7)."
+    )
+    assert diagram.figure.get_size_inches()[0] <= plotting.COLUMN_WIDTH
+
+
+def test_feature_products_draws_each_product_and_each_sum():
+    words = ["cat", "dog", "car"]
+    cat, dog, car = embeddings.embed(words)
+    others = np.stack([dog, car])  # (2, D)
+    diagram = plotting.feature_products(
+        "cat",
+        cat,
+        ["dog", "car"],
+        others,
+        cat * others,
+        (cat * others).sum(-1),
+        embeddings.FEATURES,
+    )
+    sums = read_back(diagram.figure, "cat · word")[:, 0]
+    expected = [similarity.dot_product(cat, dog), similarity.dot_product(cat, car)]
+    np.testing.assert_allclose(sums, expected, rtol=0, atol=0.005 + 1e-12)
+    products = read_back(diagram.figure, "products")  # (2, D)
+    for row, other in zip(products, (dog, car), strict=True):
+        # Each product is the dot product of cat with one feature of the other word alone.
+        alone = [similarity.dot_product(cat, other * np.eye(8)[i]) for i in range(8)]
+        np.testing.assert_allclose(row, alone, rtol=0, atol=0.005 + 1e-12)
+    np.testing.assert_array_equal(read_back(diagram.figure, "dog, car"), others)
+    assert "cat · word: dog [1.76]; car [0.60]." in diagram.alt
+
+
+def test_diagrams_show_two_decimals_when_the_inputs_are_not_whole_tenths():
+    x = np.array([[0.05, 1.0], [0.5, 0.25]])
+    diagram = plotting.similarity_matrix_diagram(["a", "b"], ["f", "g"], x, x @ x.T)
+    np.testing.assert_array_equal(read_back(diagram.figure, "X"), x)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda: plotting.similarity_matrix_diagram(
+                ["a"], ["f", "g"], np.ones((2, 2)), np.ones((2, 2))
+            ),
+            "tokens must have 2 labels, got 1",
+        ),
+        (
+            lambda: plotting.similarity_matrix_diagram(
+                ["a", "b"], ["f", "g"], np.ones((2, 2)), np.ones((2, 3))
+            ),
+            r"scores must have shape \(T, T\) = \(2, 2\)",
+        ),
+        (
+            lambda: plotting.feature_products(
+                "a", np.ones(2), ["b"], np.ones((1, 3)), np.ones((1, 2)), np.ones(1), ["f", "g"]
+            ),
+            r"other_vectors must have shape \(n, D\) = \(1, 2\)",
+        ),
+        (
+            lambda: plotting.feature_products(
+                "a", np.ones(2), ["b"], np.ones((1, 2)), np.ones((1, 2)), np.ones(2), ["f", "g"]
+            ),
+            r"dot_products must have shape \(n,\) = \(1,\)",
+        ),
+    ],
+)
+def test_diagrams_reject_arrays_that_do_not_fit(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_angle_curves_stretch_the_dot_product_by_the_length_and_not_the_cosine():
+    fig = plotting.angle_curves([0.0, 1.5], lengths=[0.5, 2.0], n_angles=5)  # 0°, 45°, ... 180°
+    dot_axes, cos_axes = fig.axes
+    expected = 1.5 * np.cos(np.radians([0, 45, 90, 135, 180]))  # |a| cos θ, for |b| = 1
+    dots = [line.get_ydata() for line in dot_axes.lines[1:]]  # after the zero line
+    np.testing.assert_allclose(dots[0], 0.5 * expected, atol=1e-12)
+    np.testing.assert_allclose(dots[1], 2.0 * expected, atol=1e-12)
+    for line in cos_axes.lines[1:]:
+        np.testing.assert_allclose(line.get_ydata(), expected / 1.5, atol=1e-12)
+    assert fig._suptitle.get_text() == "a is fixed, |a| = 1.5; b turns from 0° to 180°"
+    with pytest.raises(ValueError, match="nonzero finite 2-D vector"):
+        plotting.angle_curves([0.0, 0.0], lengths=[1.0])
+    with pytest.raises(ValueError, match="one to three positive numbers"):
+        plotting.angle_curves([1.0, 0.0], lengths=[1.0, 2.0, 3.0, 4.0])
+
+
+def test_two_rankings_draws_both_measures_and_names_each_winner():
+    words = ["cat", "horse", "tired"]
+    dog, vectors = embeddings.embed(["dog"])[0], embeddings.embed(words)
+    fig = plotting.two_rankings("dog", dog, words, vectors)
+    dot_axes, cos_axes = fig.axes
+    heights = [[bar.get_height() for bar in ax.patches] for ax in (dot_axes, cos_axes)]
+    np.testing.assert_allclose(heights[0], [similarity.dot_product(dog, v) for v in vectors])
+    np.testing.assert_allclose(heights[1], [similarity.cosine_similarity(dog, v) for v in vectors])
+    assert dot_axes.get_title() == "dot product with dog: horse wins"
+    assert cos_axes.get_title() == "cosine with dog: cat wins"
+    with pytest.raises(ValueError, match="vectors must have shape"):
+        plotting.two_rankings("dog", dog, words, vectors[:, :3])
+
+
+def test_dot_and_cosine_matrices_draw_every_pair_of_tokens():
+    tokens = embeddings.tokenize(embeddings.RUNNING_EXAMPLE)
+    x = embeddings.embed(tokens)
+    fig = plotting.dot_and_cosine_matrices(x, tokens)
+    dot_axes, cos_axes = fig.axes[:2]  # then their two colour bars
+    np.testing.assert_allclose(dot_axes.images[0].get_array(), x @ x.T)
+    norms = np.linalg.norm(x, axis=-1)
+    np.testing.assert_allclose(cos_axes.images[0].get_array(), x @ x.T / np.outer(norms, norms))
+    assert [label.get_text() for label in cos_axes.get_yticklabels()] == tokens
+    with pytest.raises(ValueError, match="tokens"):
+        plotting.dot_and_cosine_matrices(x, tokens[:-1])

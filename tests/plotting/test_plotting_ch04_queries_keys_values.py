@@ -58,3 +58,118 @@ def test_ch4_projected_weights_leave_out_their_colour_bar_for_a_shared_one():
     assert len(fig.axes) == 2  # no colour bar yet
     plotting.shared_colorbar(panels, "attention weight")  # both panels run from 0 to 1
     assert len(fig.axes) == 3 and fig.axes[2].get_ylabel() == "attention weight"
+
+
+def test_ch4_projected_weights_can_leave_their_cells_unlabelled_for_small_panels():
+    x = np.eye(3, 4)
+    fig = plotting.projected_attention_weights(
+        x, np.ones((4, 2)), np.ones((4, 2)), "abc", annotate=False
+    )
+    assert not fig.axes[0].texts
+
+
+# The chapter's hand-built head on the running sentence: function words ask for an animal.
+def ch4_running_head():
+    from selfattn_lib import embeddings
+
+    tokens = embeddings.tokenize(embeddings.RUNNING_EXAMPLE)
+    x = embeddings.embed(tokens)  # (7, 8)
+    feature = {name: i for i, name in enumerate(embeddings.FEATURES)}
+    w_q, w_k, w_v = np.zeros((8, 2)), np.zeros((8, 2)), np.zeros((8, 3))
+    w_q[feature["grammar"]] = [8.0, -8.0]
+    w_k[feature["animal"], 0] = w_k[feature["grammar"], 1] = 1.0
+    for column, name in enumerate(["animal", "domestic", "motion"]):
+        w_v[feature[name], column] = 1.0
+    return tokens, x, w_q, w_k, w_v
+
+
+CH4_NAMES = {
+    "query_names": ["animal?", "grammar?"],
+    "key_names": ["animal", "grammar"],
+    "value_names": ["animal", "domestic", "motion"],
+}
+
+
+def test_ch4_attention_flow_draws_what_the_attention_function_computes():
+    from selfattn_lib import embeddings
+    from selfattn_lib.attention import scaled_dot_product_attention
+    from selfattn_lib.plotting.diagrams import read_back
+
+    tokens, x, w_q, w_k, w_v = ch4_running_head()
+    q, k, v = x @ w_q, x @ w_k, x @ w_v
+    # What the notebook hands over: its own loop of the formula, one query at a time.
+    scaled = np.array([[qi @ kj / np.sqrt(2) for kj in k] for qi in q])
+    weights = np.exp(scaled) / np.exp(scaled).sum(axis=1, keepdims=True)
+    diagram = plotting.attention_flow(
+        tokens, x, q, k, v, scaled, weights, weights @ v,
+        features=embeddings.FEATURES, **CH4_NAMES,
+    )  # fmt: skip
+    # Computed again, independently, by the concept function.
+    expected_output, expected_weights = scaled_dot_product_attention(q, k, v)
+    drawn = diagram.figure
+    np.testing.assert_allclose(read_back(drawn, "A"), expected_weights, atol=0.005)
+    np.testing.assert_allclose(read_back(drawn, "Z"), expected_output, atol=0.005)
+    np.testing.assert_allclose(read_back(drawn, "X"), embeddings.embed(tokens), atol=0.05)
+    np.testing.assert_allclose(read_back(drawn, "Q"), x @ w_q, atol=0.05)
+    assert read_back(drawn, "S")[tokens.index("it"), tokens.index("cat")] == 3.1  # 4.32 / √2
+    assert "−0.0" not in {t.get_text() for t in drawn.texts} | {
+        t.get_text() for ax in drawn.axes for t in ax.texts
+    }  # a rounding error left of zero is drawn as 0.0
+    assert diagram.alt.startswith(
+        "Computed diagram: Self-attention on one sentence: d_k = 2, d_v = 3: X (7 × 8) → "
+        "Q (7 × 2) K (7 × 2) V (7 × 3) Q Kᵀ / √2 → S (7 × 7) softmax → A (7 × 7) × V = Z (7 × 3)."
+    )
+    assert "it → cat 0.85" in diagram.alt and "because → cat 0.85" in diagram.alt
+    assert diagram.figure.get_size_inches()[0] <= plotting.COLUMN_WIDTH
+
+
+def test_ch4_one_query_steps_draws_the_six_steps_of_the_attention_function():
+    from selfattn_lib.attention import scaled_dot_product_attention
+    from selfattn_lib.plotting.diagrams import read_back
+    from selfattn_lib.softmax import softmax
+
+    tokens, x, w_q, w_k, w_v = ch4_running_head()
+    it = tokens.index("it")
+    q, k, v = x[it] @ w_q, x @ w_k, x @ w_v
+    scores = k @ q
+    step_weights = softmax(scores / np.sqrt(2))
+    diagram = plotting.one_query_steps(
+        tokens, "it", q, k, v, scores, scores / np.sqrt(2), step_weights,
+        step_weights[:, None] * v, step_weights @ v, **CH4_NAMES,
+    )  # fmt: skip
+    expected_output, expected_weights = scaled_dot_product_attention(x @ w_q, k, v)
+    drawn = diagram.figure
+    np.testing.assert_allclose(read_back(drawn, "a")[:, 0], expected_weights[it], atol=0.005)
+    np.testing.assert_allclose(read_back(drawn, "z")[0], expected_output[it], atol=0.005)
+    np.testing.assert_allclose(
+        read_back(drawn, "aⱼvⱼ").sum(axis=0), expected_output[it], atol=0.03
+    )  # step 6 adds up step 5's rows
+    np.testing.assert_allclose(
+        read_back(drawn, "s′")[:, 0], read_back(drawn, "s")[:, 0] / np.sqrt(2), atol=0.01
+    )
+    assert read_back(drawn, "q").tolist() == [[4.8, -4.8]]
+    assert diagram.alt.startswith(
+        "Computed diagram: One query, six steps: the query of “it”: q (1 × 2) · K (7 × 2) = "
+        "s (7 × 1) ÷√2 s′ (7 × 1) softmax a (7 × 1) × V (7 × 3) = aⱼvⱼ (7 × 3) sum → z (1 × 3)."
+    )
+    assert diagram.figure.get_size_inches()[0] <= plotting.COLUMN_WIDTH
+
+
+def test_ch4_diagrams_refuse_arrays_of_the_wrong_shape():
+    tokens, x, w_q, w_k, w_v = ch4_running_head()
+    q, k, v = x @ w_q, x @ w_k, x @ w_v
+    weights = np.full((7, 7), 1 / 7)
+    with pytest.raises(ValueError, match=r"k must have shape \(7, 2\), got \(7, 3\)"):
+        plotting.attention_flow(
+            tokens, x, q, v, v, weights, weights, weights @ v, features="abcdefgh", **CH4_NAMES
+        )
+    with pytest.raises(ValueError, match="tokens must have 7 labels, got 6"):
+        plotting.attention_flow(
+            tokens[:6], x, q, k, v, weights, weights, weights @ v, features="abcdefgh",
+            **CH4_NAMES,
+        )  # fmt: skip
+    with pytest.raises(ValueError, match=r"weights must have shape \(7\), got \(7, 7\)"):
+        plotting.one_query_steps(
+            tokens, "it", q[4], k, v, weights[0], weights[0], weights, weights[0] @ v,
+            weights[0] @ v, **CH4_NAMES,
+        )  # fmt: skip

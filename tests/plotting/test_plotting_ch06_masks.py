@@ -79,3 +79,88 @@ def test_ch6_mask_and_weights_share_one_colour_scale_and_fit_the_column():
     assert panels[3].get_title() == "attention weights"
     plotting.shared_colorbar(panels, "weight")
     assert len(grid[0].axes) == 13
+
+
+# --- The computed diagrams: the drawn values are the concept functions' own results. ---
+
+CH6_SENTENCE = "the cat sat because it was tired"
+
+
+def ch6_batch():
+    """The chapter's batch: the running sentence and 'the dog ran', padded with zero vectors."""
+    from selfattn_lib import embeddings
+
+    sentences = [embeddings.tokenize(CH6_SENTENCE), embeddings.tokenize("the dog ran")]
+    t = max(len(sentence) for sentence in sentences)
+    tokens = [sentence + ["<pad>"] * (t - len(sentence)) for sentence in sentences]
+    pad = np.zeros(len(embeddings.FEATURES))
+    x = np.array(
+        [
+            [pad if word == "<pad>" else embeddings.embed([word])[0] for word in row]
+            for row in tokens
+        ]
+    )
+    return tokens, np.array([len(sentence) for sentence in sentences]), x
+
+
+def test_ch6_next_word_mask_draws_the_causal_mask_and_the_next_words():
+    from selfattn_lib import embeddings, masks
+    from selfattn_lib.plotting.diagrams import read_back
+
+    tokens = embeddings.tokenize(CH6_SENTENCE)
+    diagram = plotting.next_word_mask(tokens, masks.causal_mask(len(tokens)), tokens[1:] + ["."])
+    # Independently: position i may see the words 0..i, and must predict word i + 1.
+    drawn = read_back(diagram.figure, "causal mask")
+    expected = np.arange(7)[None, :] <= np.arange(7)[:, None]
+    np.testing.assert_array_equal(drawn, expected)
+    assert read_back(diagram.figure, "next word")[:, 0].tolist() == [
+        "cat", "sat", "because", "it", "was", "tired", "."
+    ]  # fmt: skip
+    assert diagram.alt.startswith("Computed diagram: ")
+    assert "because: the, cat, sat, because;" in diagram.alt
+    assert diagram.figure.get_size_inches()[0] <= plotting.COLUMN_WIDTH
+
+
+def test_ch6_padded_batch_draws_the_padding_mask_and_the_masked_weights():
+    from selfattn_lib import attention, masks
+    from selfattn_lib.plotting.diagrams import read_back
+
+    tokens, lengths, x = ch6_batch()
+    key_mask = masks.padding_mask(lengths, 7)  # (B, 1, T)
+    _, weights = attention.scaled_dot_product_attention(x, x, x, mask=key_mask)
+    diagram = plotting.padded_batch(tokens, key_mask[:, 0], weights, sequence=1)
+
+    # Computed again, independently: softmax over the real keys of 'the dog ran' only.
+    short = x[1]  # (T, D)
+    scores = short @ short.T / np.sqrt(short.shape[-1])
+    real = np.exp(scores[:, :3] - scores[:, :3].max(axis=-1, keepdims=True))
+    expected = np.zeros((7, 7))
+    expected[:, :3] = real / real.sum(axis=-1, keepdims=True)
+    np.testing.assert_allclose(
+        read_back(diagram.figure, "weights of sentence 2"), expected, atol=0.005
+    )
+    assert (read_back(diagram.figure, "weights of sentence 2")[:, 3:] == 0).all()
+    np.testing.assert_array_equal(
+        read_back(diagram.figure, "padding mask"), [[True] * 7, [True] * 3 + [False] * 4]
+    )
+    assert read_back(diagram.figure, "batch").tolist() == tokens
+    assert "sentence 2: 0, 1, 2." in diagram.alt
+    assert diagram.figure.get_size_inches()[0] <= plotting.COLUMN_WIDTH
+
+
+def test_ch6_diagrams_refuse_arrays_that_do_not_fit():
+    tokens = ["a", "b"]
+    with pytest.raises(ValueError, match=r"mask must be a \(2, 2\) boolean array"):
+        plotting.next_word_mask(tokens, np.ones((2, 2)), ["b", "c"])
+    with pytest.raises(ValueError, match="targets must hold one word per token"):
+        plotting.next_word_mask(tokens, np.eye(2, dtype=bool), ["b"])
+    batch = [["a", "b"], ["c", "<pad>"]]
+    key_mask = np.array([[True, True], [True, False]])
+    with pytest.raises(ValueError, match=r"key_mask must be a \(2, 2\) boolean array"):
+        plotting.padded_batch(batch, key_mask[:1], np.zeros((2, 2, 2)), sequence=0)
+    with pytest.raises(ValueError, match=r"weights must have shape \(B, T, T\)"):
+        plotting.padded_batch(batch, key_mask, np.zeros((2, 2)), sequence=0)
+    with pytest.raises(ValueError, match="sequence must be a sequence index"):
+        plotting.padded_batch(batch, key_mask, np.zeros((2, 2, 2)), sequence=2)
+    with pytest.raises(ValueError, match="all of one length"):
+        plotting.padded_batch([["a", "b"], ["c"]], key_mask, np.zeros((2, 2, 2)), sequence=0)
