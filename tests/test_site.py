@@ -286,7 +286,7 @@ return [...document.querySelectorAll("section.going-deeper")].map(section => {
   return {heading: section.querySelector("h2, h3, h4, h5, h6").textContent,
           folded: Boolean(part) && !part.open,
           hidden: part ? [...part.children].filter(child => child.tagName !== "SUMMARY")
-                                           .every(child => child.offsetHeight === 0) : false};
+                                           .every(child => !child.checkVisibility()) : false};
 });
 """
 
