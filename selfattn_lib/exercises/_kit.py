@@ -10,6 +10,10 @@ so that the same situation gets the same words in every chapter:
   "not attempted", any other exception is a mistake that names the arguments.
 - ``as_…`` functions read a result: ``None`` always gets the same "did you forget the
   ``return``" message, then the shape, dtype and finiteness are checked.
+- :func:`python_lines` counts the lines of Python the learner's code runs, and
+  :func:`require_no_python_loop` turns a count that grows with the input into feedback: the
+  behaviour of a loop, however it is written (``for``, a comprehension, ``map``,
+  ``np.vectorize``).
 - :func:`match_known_mistakes` compares a result with a catalogue of known wrong answers,
   under one tolerance policy (:data:`RTOL`, :data:`ATOL`; integers compare exactly).
 """
@@ -17,6 +21,8 @@ so that the same situation gets the same words in every chapter:
 from __future__ import annotations
 
 import html
+import sys
+import sysconfig
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -125,6 +131,56 @@ def call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
             f"your function raised {type(error).__name__}: {error} "
             f"(called with {describe_arguments(args)})"
         ) from error
+
+
+# Code from these directories is not the learner's: the standard library, installed packages
+# (NumPy's np.vectorize included) and this library.
+_NOT_LEARNER_CODE = tuple(
+    {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    | {__file__.rsplit("/", 2)[0]}
+)
+
+
+def python_lines(function: Callable[..., Any], *args: Any) -> int:
+    """How many lines of the learner's own Python code ``function(*args)`` runs: lines in
+    frames whose code lies outside the standard library, installed packages and this library.
+    A loop over the inputs runs its body once per element, so the count grows with the input;
+    vectorised NumPy code runs the same few lines whatever the size."""
+    count = 0
+
+    def local(frame: Any, event: str, arg: Any) -> Any:
+        nonlocal count
+        if event == "line":
+            count += 1
+        return local
+
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        if event == "call" and not frame.f_code.co_filename.startswith(_NOT_LEARNER_CODE):
+            return local
+        return None
+
+    previous = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        call_quietly(function, *args)
+    finally:
+        sys.settrace(previous)
+    return count
+
+
+def require_no_python_loop(
+    function: Callable[..., Any], small: tuple[Any, ...], large: tuple[Any, ...], what: str
+) -> None:
+    """Raise a :class:`Mistake` when ``function`` runs more lines of Python for the ``large``
+    arguments than for the ``small`` ones: the behaviour of a loop over the inputs."""
+    lines_small, lines_large = python_lines(function, *small), python_lines(function, *large)
+    if lines_large > lines_small:
+        raise Mistake(
+            f"{what} ran {lines_small} lines of Python for {describe_arguments(small)} and "
+            f"{lines_large} for {describe_arguments(large)}: a loop runs once per vector, "
+            "whether it is written as `for`, a comprehension, `map` or `np.vectorize`. "
+            "Work on whole arrays instead (matrix products and broadcasting)"
+        )
 
 
 def call_quietly(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

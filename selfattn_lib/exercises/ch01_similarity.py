@@ -324,6 +324,9 @@ def check_cosine_similarity_matrix(cosine_similarity_matrix: Callable[..., Any])
                     )
                 )
             _ch1_name_the_mistake(got, expected, mistakes, what)
+        # The same vectors, four times as many of each: a loop runs its body more often.
+        larger = (np.tile(_CH1_X, (4, 1)), np.tile(_CH1_Y, (4, 1)))  # (12, D), (20, D)
+        kit.require_no_python_loop(cosine_similarity_matrix, (_CH1_X, _CH1_Y), larger, name)
         return f"Your {name} matches the loops, without writing one."
 
     return kit.run_checks(checks)

@@ -322,6 +322,65 @@ def check_merge_softmax_states(merge_states: Callable[..., Any]) -> kit.Feedback
     return kit.run_checks(checks)
 
 
+class _CountedKeys(np.ndarray):
+    """Keys that count the multiplications made with them: ``k @ …``, ``… @ k.T``,
+    ``np.dot``, ``np.einsum``, ``np.tensordot``, ``np.inner`` and ``*`` (with any view, slice
+    or copy of the keys, and with the keys divided or multiplied by a number). A product of
+    ``(b_q, D_k)`` queries with ``(b_k, D_k)`` keys counts ``b_q · b_k · D_k``."""
+
+    counter: list[int] | None = None
+    depth: int = 1  # D_k: the multiplications behind one entry of a product
+
+    def __array_finalize__(self, obj: Any) -> None:
+        self.counter = getattr(obj, "counter", None)
+        self.depth = getattr(obj, "depth", 1)
+
+    def _count(self, result: Any, multiplications: int) -> None:
+        if self.counter is not None:
+            self.counter[0] += int(multiplications)
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        plain = [np.asarray(x) if isinstance(x, _CountedKeys) else x for x in inputs]
+        if "out" in kwargs:
+            kwargs["out"] = tuple(
+                np.asarray(x) if isinstance(x, _CountedKeys) else x for x in kwargs["out"]
+            )
+        result = getattr(ufunc, method)(*plain, **kwargs)
+        if method != "__call__" or not isinstance(result, np.ndarray):
+            return result
+        scalars = [np.ndim(x) == 0 for x in plain]
+        if ufunc is np.matmul:
+            self._count(result, result.size * self.depth)
+            return result
+        if ufunc is np.multiply and not any(scalars):
+            self._count(result, result.size)
+            return result
+        # Element-wise work on the keys alone (k / √D, -k, k * 2) keeps counting.
+        if not result.shape:
+            return result
+        keys = result.view(_CountedKeys)
+        keys.counter, keys.depth = self.counter, self.depth
+        return keys
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        result = super().__array_function__(func, types, args, kwargs)
+        if func in (np.dot, np.einsum, np.tensordot, np.inner):
+            result = np.asarray(result)
+            self._count(result, result.size * self.depth)
+        return result
+
+
+def _multiplications_with_keys(
+    function: Callable[..., Any], q: np.ndarray, k: np.ndarray, v: np.ndarray, block_size: int
+) -> int:
+    """How many multiplications ``function(q, k, v, block_size)`` makes with the keys."""
+    counter = [0]
+    keys = k.copy().view(_CountedKeys)
+    keys.counter, keys.depth = counter, k.shape[-1]
+    kit.call_quietly(function, q.copy(), keys, v.copy(), block_size)
+    return counter[0]
+
+
 def check_causal_blocked_attention(causal_blocked_attention: Callable[..., Any]) -> kit.Feedback:
     """Check causal attention computed block by block with online softmax (ch. 11, ex. 4).
 
@@ -385,9 +444,26 @@ def check_causal_blocked_attention(causal_blocked_attention: Callable[..., Any])
                     f"{what} lets each query see the keys AFTER it: the mask is j ≤ i"
                 )
             kit.assert_close(got, expected, what, atol=1e-9)
+        # The work, by behaviour: how many multiplications were made with the keys.
+        n_tokens, block_size, d_k = 64, 8, 4
+        q, k, v = (rng.normal(size=(n_tokens, d)) for d in (d_k, d_k, 3))
+        counted = _multiplications_with_keys(causal_blocked_attention, q, k, v, block_size)
+        every_pair = n_tokens * n_tokens * d_k
+        n_blocks = n_tokens // block_size
+        needed = n_blocks * (n_blocks + 1) // 2 * block_size**2 * d_k
+        if counted > 0.75 * every_pair:
+            raise kit.Mistake(
+                f"the result is right, but {name}(q, k, v, block_size={block_size}) with "
+                f"T = {n_tokens} made {counted:,} multiplications with the keys: "
+                f"T · T · D_k = {every_pair:,}, every query against every key. The tiles "
+                f"that lie entirely in the future need not be computed: {n_blocks} × "
+                f"{n_blocks} tiles, of which {n_blocks * (n_blocks + 1) // 2} are needed "
+                f"({needed:,} multiplications). Loop over the key blocks that start before "
+                "the query block ends"
+            )
         return (
-            "Your causal blocked attention is right, block size by block size. Skipping the "
-            "tiles above the diagonal saves almost half of the work."
+            "Your causal blocked attention is right, block size by block size, and it skips "
+            "the tiles that lie entirely in the future: almost half of the work."
         )
 
     return kit.run_checks(checks)

@@ -289,3 +289,41 @@ def test_ch1_nearest_neighbour_cannot_pass_by_position():
 
 # Every checker of the chapter with a correct answer: test_exercises_registry.py runs them.
 REFERENCES = dict(CH1_CHECKERS)
+
+
+def ch1_two_loops(x, y):
+    cosines = np.zeros((len(x), len(y)))
+    for i in range(len(x)):
+        for j in range(len(y)):
+            cosines[i, j] = x[i] @ y[j] / (np.linalg.norm(x[i]) * np.linalg.norm(y[j]))
+    return cosines
+
+
+def ch1_comprehension(x, y):
+    return np.array([[ch1_cosine_similarity(a, b) for b in y] for a in x])
+
+
+def ch1_map(x, y):
+    return np.array(list(map(lambda a: ch1_unit_rows(y) @ (a / np.linalg.norm(a)), x)))
+
+
+def ch1_vectorize(x, y):
+    pair = np.vectorize(lambda i, j: ch1_cosine_similarity(x[i], y[j]))
+    return pair(*np.meshgrid(np.arange(len(x)), np.arange(len(y)), indexing="ij"))
+
+
+@pytest.mark.parametrize("loopy", [ch1_two_loops, ch1_comprehension, ch1_map, ch1_vectorize])
+def test_ch1_cosine_similarity_matrix_rejects_a_loop_however_it_is_written(loopy):
+    feedback = exercises.check_cosine_similarity_matrix(loopy)
+    assert not feedback.passed, loopy.__name__
+    assert_ch1_mistake(feedback, "lines of Python for", "a loop runs once per vector")
+
+
+def test_ch1_loop_detector_counts_lines_that_grow_with_the_input_only():
+    from selfattn_lib.exercises import _kit as kit
+
+    small, large = (np.ones((3, 4)), np.ones((5, 4))), (np.ones((12, 4)), np.ones((20, 4)))
+    assert kit.python_lines(ch1_cosine_similarity_matrix, *small) == kit.python_lines(
+        ch1_cosine_similarity_matrix, *large
+    )
+    assert kit.python_lines(ch1_two_loops, *large) > kit.python_lines(ch1_two_loops, *small)

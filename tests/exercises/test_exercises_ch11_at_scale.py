@@ -326,8 +326,49 @@ def test_ch11_causal_blocked_attention_explains_nan_from_fully_masked_blocks():
     assert_ch11_mistake(feedback, "NaN", "−inf")
 
 
-def test_ch11_causal_blocked_attention_accepts_the_direct_computation():
-    assert exercises.check_causal_blocked_attention(ch11_direct_causal).passed
+def ch11_direct_by_einsum(q, k, v, block_size):
+    scores = np.einsum("id,jd->ij", q, k) / np.sqrt(q.shape[-1])
+    return ch11_softmax(np.where(np.tril(np.ones(scores.shape, dtype=bool)), scores, -np.inf)) @ v
+
+
+def ch11_direct_by_broadcasting(q, k, v, block_size):
+    scores = (q[:, None, :] * (k / np.sqrt(q.shape[-1]))[None]).sum(axis=-1)
+    return ch11_softmax(np.where(np.tril(np.ones(scores.shape, dtype=bool)), scores, -np.inf)) @ v
+
+
+def ch11_blocked_every_tile(q, k, v, block_size):
+    """Blocked with online softmax, but every key block for every query block."""
+    n_tokens = q.shape[0]
+    output = np.zeros((n_tokens, v.shape[-1]))
+    for q_start in range(0, n_tokens, block_size):
+        rows = np.arange(q_start, min(q_start + block_size, n_tokens))
+        m, total = np.full(rows.size, -np.inf), np.zeros(rows.size)
+        acc = np.zeros((rows.size, v.shape[-1]))
+        for k_start in range(0, n_tokens, block_size):  # the future tiles too
+            cols = np.arange(k_start, min(k_start + block_size, n_tokens))
+            scores = q[rows] @ k[cols].T / np.sqrt(q.shape[-1])
+            scores = np.where(cols[None, :] <= rows[:, None], scores, -np.inf)
+            m_new = np.maximum(m, scores.max(axis=-1))
+            factor, weights = np.exp(m - m_new), np.exp(scores - m_new[:, None])
+            total = total * factor + weights.sum(axis=-1)
+            acc = acc * factor[:, None] + weights @ v[cols]
+            m = m_new
+        output[rows] = acc / total[:, None]
+    return output
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        ch11_direct_causal,
+        ch11_direct_by_einsum,
+        ch11_direct_by_broadcasting,
+        ch11_blocked_every_tile,
+    ],
+)
+def test_ch11_causal_blocked_attention_rejects_right_results_that_compute_every_tile(answer):
+    feedback = exercises.check_causal_blocked_attention(answer)
+    assert_ch11_mistake(feedback, "the result is right", "16,384 multiplications", "36 are needed")
 
 
 # Every checker of the chapter with a correct answer: test_exercises_registry.py runs them.
