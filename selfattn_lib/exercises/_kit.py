@@ -177,8 +177,8 @@ def require_no_python_loop(
     if lines_large > lines_small:
         raise Mistake(
             f"{what} ran {lines_small} lines of Python for {describe_arguments(small)} and "
-            f"{lines_large} for {describe_arguments(large)}: a loop runs once per vector, "
-            "whether it is written as `for`, a comprehension, `map` or `np.vectorize`. "
+            f"{lines_large} for {describe_arguments(large)}: a loop runs once per item of the "
+            "input, whether it is written as `for`, a comprehension, `map` or `np.vectorize`. "
             "Work on whole arrays instead (matrix products and broadcasting)"
         )
 

@@ -100,6 +100,10 @@ def check_dot_product(dot_product: Callable[..., Any]) -> kit.Feedback:
             expected = similarity.dot_product(a, b)
             got = kit.as_result_array(result, np.asarray(expected), f"{name}(a, b)")
             kit.assert_close(got, np.asarray(expected), f"{name}(a, b) for shape {a.shape}")
+        # Four times as many pairs: a loop over them runs its body more often.
+        (_, (stack_a, stack_b), _) = _ch1_stack_cases()
+        larger = (np.tile(stack_a, (4, 1)), np.tile(stack_b, (4, 1)))  # (16, 3) each
+        kit.require_no_python_loop(dot_product, (stack_a, stack_b), larger, name)
         return f"Your {name} handles single vectors and stacks of vectors of any shape."
 
     return kit.run_checks(checks)

@@ -195,6 +195,10 @@ def check_batched_self_attention(batched_self_attention: Callable[..., Any]) -> 
         check_one(batch)
         check_one(batch[:1])
         check_one(long_batch)
+        # Four times the batch: a loop over the sequences runs its body more often.
+        kit.require_no_python_loop(
+            batched_self_attention, (batch,), (np.concatenate([batch] * 4),), name
+        )
         return (
             "One matrix product for the scores, a softmax over the last axis and one more "
             "product: the whole batch at once."

@@ -316,7 +316,7 @@ def ch1_vectorize(x, y):
 def test_ch1_cosine_similarity_matrix_rejects_a_loop_however_it_is_written(loopy):
     feedback = exercises.check_cosine_similarity_matrix(loopy)
     assert not feedback.passed, loopy.__name__
-    assert_ch1_mistake(feedback, "lines of Python for", "a loop runs once per vector")
+    assert_ch1_mistake(feedback, "lines of Python for", "a loop runs once per item")
 
 
 def test_ch1_loop_detector_counts_lines_that_grow_with_the_input_only():
@@ -327,3 +327,12 @@ def test_ch1_loop_detector_counts_lines_that_grow_with_the_input_only():
         ch1_cosine_similarity_matrix, *large
     )
     assert kit.python_lines(ch1_two_loops, *large) > kit.python_lines(ch1_two_loops, *small)
+
+
+def test_ch1_dot_product_rejects_a_loop_over_the_pairs():
+    def loopy(a, b):
+        if a.ndim == 1:
+            return float(a @ b)
+        return np.array([loopy(x, y) for x, y in zip(a, b, strict=True)])
+
+    assert_ch1_mistake(exercises.check_dot_product(loopy), "a loop runs once per item")

@@ -184,3 +184,13 @@ REFERENCES = {
     **{checker.__name__: solution for checker, solution in CH3_CHECKERS.values()},
     "check_unshuffle": ch3_unshuffle,
 }
+
+
+def test_ch3_batched_self_attention_rejects_a_loop_over_the_batch():
+    def one_at_a_time(x):
+        pairs = [ch3_batched_self_attention(sequence[None]) for sequence in x]
+        return tuple(np.concatenate(parts) for parts in zip(*pairs, strict=True))
+
+    assert_ch3_mistake(
+        exercises.check_batched_self_attention(one_at_a_time), "a loop runs once per item"
+    )
