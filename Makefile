@@ -82,6 +82,18 @@ student: $(STAMP)
 	rm -rf dist/student
 	$(BIN)/python -m tools.student_copies --output dist/student
 
+# Grade a class's submitted notebooks with the course's checkers, each in a fresh process with
+# time and memory limits (tools/grade.py): make grade SUBMISSIONS=dir [HIDDEN=cases.py]
+# writes grades/grades.csv (one row per exercise) and grades/summary.csv (one per student).
+ifeq ($(filter grade,$(MAKECMDGOALS)),grade)
+ifndef SUBMISSIONS
+$(error make grade needs the folder of submitted notebooks: make grade SUBMISSIONS=<dir>)
+endif
+endif
+.PHONY: grade
+grade: $(STAMP)
+	$(BIN)/python -m tools.grade "$(SUBMISSIONS)" --out grades $(if $(HIDDEN),--hidden "$(HIDDEN)")
+
 # Point a fork at itself: make retarget REPO=https://github.com/<owner>/<name>
 ifeq ($(filter retarget,$(MAKECMDGOALS)),retarget)
 ifndef REPO

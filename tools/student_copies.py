@@ -17,9 +17,7 @@ exercise's title, difficulty and maths instead of raw MyST. The copy is then run
 to bottom in a fresh kernel, in an empty directory, and saved with the outputs of that run,
 so no output can come from a solution (``--no-execute`` writes copies without outputs).
 
-``--grade`` runs learners' notebooks and prints what each exercise's checker said::
-
-    python -m tools.student_copies --grade submissions/*.ipynb
+Learners' submitted copies are graded by ``make grade`` (tools/grade.py).
 """
 
 from __future__ import annotations
@@ -145,7 +143,8 @@ def _exercise_label(source: str) -> str:
 
 
 def checker_results(nb: nbformat.NotebookNode) -> list[CheckerResult]:
-    """What the last checker of each exercise said in an executed notebook, in order."""
+    """What the last checker of each exercise said in an executed notebook, in order (the
+    tests read a freshly run student copy with it)."""
     results: list[CheckerResult] = []
     label, last = None, None
 
@@ -205,32 +204,13 @@ def write_student_copies(output: Path, *, run: bool = True) -> list[Path]:
     return written
 
 
-def grade(paths: list[Path]) -> int:
-    """Run each notebook (errors allowed) and print its checkers' verdicts."""
-    for path in paths:
-        nb = read_notebook(path)
-        with tempfile.TemporaryDirectory() as workdir:
-            execute(nb, Path(workdir), allow_errors=True)
-        results = checker_results(nb)
-        correct = sum(result.status == "correct" for result in results)
-        print(f"{path}: {correct} of {len(results)} exercises correct")
-        for result in results:
-            print(f"  {result.label:40} {result.status:14} {result.message[:100]}")
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--output", type=Path, default=ROOT / "dist" / "student")
     parser.add_argument(
         "--no-execute", action="store_true", help="write the copies without running them"
     )
-    parser.add_argument(
-        "--grade", nargs="+", type=Path, metavar="NOTEBOOK", help="run and grade notebooks"
-    )
     args = parser.parse_args(argv)
-    if args.grade:
-        return grade(args.grade)
     write_student_copies(args.output, run=not args.no_execute)
     return 0
 
