@@ -20,7 +20,6 @@ from tools.grade import (
     HiddenCasesError,
     Limits,
     context_statements,
-    exercise_points,
     grade_submission,
     identify_chapter,
     load_course,
@@ -31,7 +30,7 @@ from tools.grade import (
 )
 from tools.grade_worker import keep_definitions
 from tools.plain_edition import plain_edition
-from tools.repository import ROOT, parse_exercise, read_notebook
+from tools.repository import ROOT, parse_exercise, read_chapter, read_notebook
 from tools.student_copies import student_copy
 
 CH1 = ROOT / "notebooks" / "01_dot_product_similarity.ipynb"
@@ -355,6 +354,12 @@ def submissions() -> dict[str, nbformat.NotebookNode | str]:
     }
 
 
+# What each exercise is worth, from the course's own notebooks.
+POINTS = {
+    exercise.label: exercise.points
+    for path in (CH1, CH10)
+    for exercise in read_chapter(path).exercises
+}
 EXPECTED = {
     "correct": ["correct", "correct", "correct", "correct"],
     "partial": ["correct", "not yet", "not attempted", "not attempted"],
@@ -431,8 +436,9 @@ def test_each_exercise_gets_its_exact_status(graded, name):
     ]
     assert [row["status"] for row in rows] == EXPECTED[name]
     for row in rows:
-        assert row["max_points"] == "1"
-        assert row["points"] == ("1" if row["status"] == "correct" else "0")
+        worth = str(POINTS[row["exercise"]])  # the course notebook's :points:
+        assert row["max_points"] == worth
+        assert row["points"] == (worth if row["status"] == "correct" else "0")
         assert row["message"], "every row says why"
 
 
@@ -441,8 +447,11 @@ def test_the_summary_adds_up_points_and_shows_flags(graded):
     for line in summary:
         name = line["student"]
         if name in EXPECTED:
-            assert line["points"] == str(EXPECTED[name].count("correct"))
-            assert line["max_points"] == "4"
+            labels = CH10_LABELS if name == "zoe_chapter1" else CH1_LABELS
+            statuses = dict(zip(labels, EXPECTED[name], strict=True))
+            scored = sum(POINTS[label] for label, status in statuses.items() if status == "correct")
+            assert line["points"] == str(scored)
+            assert line["max_points"] == str(sum(POINTS[label] for label in labels))
         else:
             assert (line["points"], line["max_points"]) == ("0", "0")
         assert line["flags"] == FLAGS.get(name, ""), name
@@ -504,10 +513,10 @@ def test_grading_chapter_10_never_trains():
 
 
 def test_points_come_from_the_directive():
-    assert exercise_points("```{exercise} A (easy)\n:label: ex-a\n:points: 3\n```") == 3
-    assert exercise_points("```{exercise} A (easy)\n:label: ex-a\n```") == 1
-    with pytest.raises(ValueError, match="not a number"):
-        exercise_points("```{exercise} A\n:points: many\n```")
+    assert parse_exercise("```{exercise} A (easy)\n:label: ex-a\n:points: 3\n```").points == 3
+    assert parse_exercise("```{exercise} A (easy)\n:label: ex-a\n```").points == 1
+    with pytest.raises(ValueError, match="whole number"):
+        parse_exercise("```{exercise} A\n:points: many\n```")
 
 
 def test_the_chapter_is_found_by_title_when_no_label_is_left(tmp_path):

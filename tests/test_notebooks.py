@@ -274,6 +274,17 @@ def test_exercise_titles_state_their_difficulty_from_easy_to_hard(notebook):
     assert ranks == sorted(ranks), "exercises go from easy to hard"
 
 
+def test_every_exercise_declares_its_points(any_notebook):
+    """The grader (tools/grade.py) and the instructors' page count ``:points:``; an exercise
+    without it would silently be worth the default 1."""
+    path, nb = any_notebook
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and cell.source.startswith("```{exercise}"):
+            assert re.search(r"^:points:[ \t]*[1-9]\d*[ \t]*$", cell.source, re.MULTILINE), (
+                f"{path.name}: {cell.source.splitlines()[0]} needs `:points: N` beside its label"
+            )
+
+
 def test_estimated_time_splits_class_and_home(notebook):
     path, _ = notebook
     minutes = read_chapter(path).minutes

@@ -25,7 +25,14 @@ from tools.plain_edition import (
     main,
     plain_edition,
 )
-from tools.repository import ROOT, published_notebooks, read_chapter, read_notebook, site_url
+from tools.repository import (
+    ROOT,
+    exercise_tag,
+    published_notebooks,
+    read_chapter,
+    read_notebook,
+    site_url,
+)
 from tools.student_copies import has_exercises, student_copy
 
 NOTEBOOKS = published_notebooks()
@@ -68,9 +75,8 @@ def check_renders_plainly(nb: nbformat.NotebookNode, path: Path) -> None:
         exercise.label for exercise in read_chapter(path).exercises
     ]
     for exercise in exercises:
-        level = exercise["difficulty"] + (", optional" if exercise["optional"] else "")
-        level = f" ({level})" if level else ""
-        assert f"Exercise {exercise['number']}{level}: {exercise['title']}" in headings
+        tag = exercise_tag(exercise["difficulty"], exercise["optional"], exercise["points"])
+        assert f"Exercise {exercise['number']} ({tag}): {exercise['title']}" in headings
     # An exercise's maths is left as TeX for the notebook's MathJax, never in a code block.
     for source, cell in zip(markdown, rendered, strict=True):
         if "exercise" in source.metadata.get("course", {}) and "$" in source.source:
@@ -136,7 +142,7 @@ def test_directives_become_headings_and_folds():
     convert = converter().markdown
     assert convert("(sec-y)=\n## Title") == "## Title"
     assert convert("```{exercise} Predict (easy)\n:label: ex-1\n\nDo $x$.\n```\nAfter.") == (
-        "### Exercise 2.1 (easy): Predict\n\nDo $x$.\n\nAfter."
+        "### Exercise 2.1 (easy, 1 point): Predict\n\nDo $x$.\n\nAfter."
     )
     assert convert("```{solution-start} ex-1\n:class: dropdown\n```\n\nWhy.").startswith(
         "#### Solution to Exercise 2.1\n\n*Try the exercise first"
@@ -181,10 +187,14 @@ def test_exercises_are_numbered_by_chapter_and_keep_their_difficulty():
     nb = nbformat.v4.new_notebook()
     nb.cells = [
         nbformat.v4.new_markdown_cell("```{exercise} A (easy)\n:label: ex-a\n```"),
-        nbformat.v4.new_markdown_cell("```{exercise} B (hard, optional)\n:label: ex-b\n```"),
+        nbformat.v4.new_markdown_cell(
+            "```{exercise} B (hard, optional)\n:label: ex-b\n:points: 3\n```"
+        ),
     ]
     found = exercises_of(nb, Path("notebooks/07_multi_head_attention.ipynb"))
-    assert found["ex-b"] == Exercise("ex-b", "7.2", "B", "hard", True)
+    assert found["ex-b"] == Exercise("ex-b", "7.2", "B", "hard", True, 3)
+    assert found["ex-b"].tag == "hard, optional, 3 points"
+    assert found["ex-a"].tag == "easy, 1 point"  # no :points: option: worth 1
     assert exercises_of(nb, Path("notebooks/pitfalls.ipynb"))["ex-a"].number == "1"
 
 

@@ -60,7 +60,8 @@ Output
 ``OUT/grades.csv`` has one row per exercise (columns ``student, chapter, exercise, status,
 points, max_points, message``; the message is never shortened) and ``OUT/summary.csv`` one per
 student (``student, chapter, points, max_points, flags``). An exercise is worth the
-``:points:`` option of its directive, else 1, and scores its points only when ``correct``.
+``:points:`` option of its directive (tools.repository.parse_exercise), else 1, and scores
+its points only when ``correct``.
 The statuses:
 
 - ``correct``, ``not yet`` (the checker's message says what is wrong), ``not attempted`` (the
@@ -145,7 +146,6 @@ SUMMARY_COLUMNS = ("student", "chapter", "points", "max_points", "flags")
 
 MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024
 SOLUTION_TAG = "solution"
-POINTS = re.compile(r"^:points:[ \t]*(\S+)[ \t]*$", re.MULTILINE)
 SOLUTION_START = re.compile(r"^```\{solution-start\}|^#{1,6} Solution to Exercise", re.MULTILINE)
 SECTION = re.compile(r"^#{1,2} ")
 # The plain edition's exercise heading: "### Exercise 2.1 (easy): Title" (tools/plain_edition.py).
@@ -358,30 +358,6 @@ class Chapter:
         return {exercise.label for exercise in self.exercises}
 
 
-def exercise_points(source: str) -> float:
-    """The ``:points:`` option of an exercise directive, else 1.
-
-    Examples
-    --------
-    >>> exercise_points("```{exercise} A (easy)\\n:label: ex-a\\n:points: 2\\n```")
-    2.0
-    >>> exercise_points("```{exercise} A (easy)\\n:label: ex-a\\n```")
-    1.0
-    """
-    match = POINTS.search(source)
-    if not match:
-        return 1.0
-    try:
-        points = float(match.group(1))
-    except ValueError as error:
-        raise ValueError(
-            f"the :points: of an exercise is not a number: {match.group(1)!r}"
-        ) from error
-    if points < 0:
-        raise ValueError(f"the :points: of an exercise is negative: {points}")
-    return points
-
-
 def checker_call(tree: ast.Module | None) -> tuple[str, str]:
     """(checker, name of its first argument) of the first ``check_…(name)`` call in a cell."""
     for node in ast.walk(tree) if tree else ():
@@ -489,7 +465,7 @@ def load_chapter(path: Path) -> Chapter:
                 label=exercise.label,
                 title=exercise.title,
                 number=f"{chapter.number}.{len(chapter.exercises) + 1}",
-                points=exercise_points(cells[prompt].source),
+                points=exercise.points,
                 checker=checker,
                 function=function,
             )

@@ -434,15 +434,26 @@ def chapter_sections(entries: Sequence[Entry], config: dict) -> str:
                 if checked
                 else "**Exercises**:",
                 "",
-                "| # | exercise | difficulty | checker |",
-                "|---|---|---|---|",
+                "| # | exercise | difficulty | points | checker |",
+                "|---|---|---|---|---|",
             ]
             for number, exercise in enumerate(chapter.exercises, start=1):
                 level = exercise.level or "—"
                 if exercise.optional:
                     level += " (optional)"
                 checker = f"`{exercise.checker}`" if exercise.checker else "—"
-                lines.append(f"| {number} | {exercise_ref(exercise)} | {level} | {checker} |")
+                lines.append(
+                    f"| {number} | {exercise_ref(exercise)} | {level} | {exercise.points} "
+                    f"| {checker} |"
+                )
+            required = sum(e.points for e in chapter.exercises if not e.optional)
+            bonus = sum(e.points for e in chapter.exercises if e.optional)
+            lines += [
+                "",
+                f"**Points.** {required} for the chapter"
+                + (f", and {bonus} more for the optional exercise" if bonus else "")
+                + " (each exercise's `:points:`, which `make grade` counts).",
+            ]
             lines.append("")
         sections.append("\n".join(lines).rstrip())
     return "\n\n".join(sections)

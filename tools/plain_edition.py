@@ -11,8 +11,8 @@ difficulty, and its maths shows raw. The plain edition
   relative link to another notebook does nothing in Colab), and each ``{cite}`` into
   "[Author, year]" linked to the site's bibliography;
 - drops the label targets;
-- makes each exercise a heading, ``### Exercise 2.1 (easy): Title``, followed by its text,
-  and keeps its label, number, title and difficulty in the cell's metadata
+- makes each exercise a heading, ``### Exercise 2.1 (easy, 1 point): Title``, followed by its
+  text, and keeps its label, number, title, difficulty and points in the cell's metadata
   (``course.exercise``) for the student copies and the grader;
 - quotes a "Common mistake" box (an ``{admonition}``) with its title in bold;
 - keeps a "Going deeper" part's heading, says under it that the part is optional, and
@@ -38,6 +38,7 @@ import nbformat
 
 from tools.repository import (
     ROOT,
+    exercise_tag,
     parse_exercise,
     published_notebooks,
     read_notebook,
@@ -90,6 +91,12 @@ class Exercise:
     title: str
     difficulty: str
     optional: bool
+    points: int = 1
+
+    @property
+    def tag(self) -> str:
+        """``"medium, 2 points"``: what the heading's parenthesis says."""
+        return exercise_tag(self.difficulty, self.optional, self.points)
 
 
 def chapter_number(path: Path) -> str:
@@ -110,6 +117,7 @@ def exercises_of(nb: nbformat.NotebookNode, path: Path) -> dict[str, Exercise]:
             title=exercise.title,
             difficulty=exercise.level,
             optional=exercise.optional,
+            points=exercise.points,
         )
         for index, exercise in enumerate((e for e in parsed if e is not None), start=1)
     }
@@ -233,9 +241,7 @@ class Converter:
         body = match["body"].strip("\n")
         if name == "exercise":
             exercise = self.exercises[options["label"]]
-            level = exercise.difficulty + (", optional" if exercise.optional else "")
-            level = f" ({level})" if level else ""
-            return f"### Exercise {exercise.number}{level}: {exercise.title}\n\n{body}"
+            return f"### Exercise {exercise.number} ({exercise.tag}): {exercise.title}\n\n{body}"
         if name == "solution-start":
             exercise = self.exercises[match["argument"].strip()]
             return (
@@ -295,6 +301,7 @@ def plain_edition(
                         "title": exercise.title,
                         "difficulty": exercise.difficulty,
                         "optional": exercise.optional,
+                        "points": exercise.points,
                     }
                 }
             if GOING_DEEPER.match(cell.source.splitlines()[0] if cell.source else ""):

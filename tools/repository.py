@@ -108,6 +108,11 @@ class Exercise:
     level: str  # "easy", "medium", "hard" or "" when the title does not say
     optional: bool
     checker: str  # the name of its checker in selfattn_lib.exercises, or ""
+    points: int = 1  # its ``:points:`` option: what the grader and the instructors' page count
+
+    @property
+    def tag(self) -> str:
+        return exercise_tag(self.level, self.optional, self.points)
 
 
 @dataclass
@@ -164,12 +169,26 @@ def _objectives(source: str) -> list[str]:
     return [" ".join(item.split()) for item in items if item.strip()]
 
 
+def exercise_tag(level: str, optional: bool, points: int) -> str:
+    """What an exercise title's parenthesis says on the site and in the plain edition.
+
+    >>> exercise_tag("hard", True, 3)
+    'hard, optional, 3 points'
+    """
+    parts = [level] if level else []
+    parts += ["optional"] if optional else []
+    return ", ".join([*parts, f"{points} point{'s' if points != 1 else ''}"])
+
+
 def parse_exercise(source: str) -> Exercise | None:
     """The exercise of a markdown cell with an ``{exercise}`` directive, else None."""
     match = EXERCISE.search(source)
     if not match:
         return None
     label = re.search(r"^:label:\s*(\S+)", source, re.MULTILINE)
+    points = re.search(r"^:points:[ \t]*(\S*)[ \t]*$", source, re.MULTILINE)
+    if points and not points.group(1).isdigit():
+        raise ValueError(f"an exercise's :points: must be a whole number, got {points.group(1)!r}")
     title = match.group("title").strip()
     graded = DIFFICULTY.match(title)
     return Exercise(
@@ -178,6 +197,7 @@ def parse_exercise(source: str) -> Exercise | None:
         level=graded.group("level") if graded else "",
         optional=bool(graded and graded.group("optional")),
         checker="",
+        points=int(points.group(1)) if points else 1,
     )
 
 

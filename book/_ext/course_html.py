@@ -16,6 +16,11 @@ heading stays (in its place and in the page's contents) and everything under it 
 in a closed ``<details>`` element that says it is optional. tools/stats.py counts the same
 parts as folded and tools/plain_edition.py collapses their headings in Jupyter.
 
+An exercise may say what it is worth, ``:points: 2`` beside its ``:label:`` (read by the grader,
+tools/grade.py, and the instructors' page). sphinx-exercise knows no such option, so the
+``exercise`` directive is extended to accept it and to show it in the title's parenthesis:
+"Title (medium)" becomes "Title (medium, 2 points)", as in the plain edition.
+
 Four accessibility fixes (axe rules in brackets), each the smallest change that works:
 
 - docutils 0.21 marks each bibliography entry ``role="doc-biblioentry"``, a role ARIA 1.3
@@ -148,7 +153,38 @@ def fold_going_deeper_parts(app: Sphinx, doctree: nodes.document, docname: str) 
             section.append(nodes.raw("", "</details>", format="html"))
 
 
+def points_in_title(title: str, points: int) -> str:
+    """``"Title (medium)"`` and 2 → ``"Title (medium, 2 points)"``; a title without a
+    parenthesis gets one.
+
+    >>> points_in_title("Softmax by hand (easy)", 1)
+    'Softmax by hand (easy, 1 point)'
+    """
+    worth = f"{points} point{'s' if points != 1 else ''}"
+    if title.endswith(")"):
+        return f"{title[:-1]}, {worth})"
+    return f"{title} ({worth})"
+
+
+def exercise_with_points(app: Sphinx) -> None:
+    """Let sphinx-exercise's ``exercise`` directive take a ``:points:`` option and show it."""
+    from docutils.parsers.rst import directives
+    from sphinx_exercise.directive import ExerciseDirective
+
+    class Exercise(ExerciseDirective):
+        option_spec = {**ExerciseDirective.option_spec, "points": directives.nonnegative_int}
+
+        def run(self) -> list[Any]:
+            if "points" in self.options and self.arguments:
+                self.arguments[0] = points_in_title(self.arguments[0], self.options["points"])
+            return super().run()
+
+    app.add_directive("exercise", Exercise, override=True)
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
+    app.setup_extension("sphinx_exercise")
+    exercise_with_points(app)
     # Run after every other extension has added its page scripts.
     app.connect("html-page-context", drop_duplicate_scripts, priority=900)
     app.connect("html-page-context", bibliography_entries_as_list_items, priority=900)
