@@ -237,6 +237,23 @@ def read_submission(path: Path) -> list[Cell]:
 _PER_THREAD = threading.local()
 
 
+# CPython 3.11 keeps the parser's recursion depth in state shared between threads: ast.parse
+# or symtable in two threads at once can fail with "SystemError: AST constructor recursion
+# depth mismatch". Submissions are read in parallel threads, so the compiler is used by one
+# thread at a time.
+_COMPILER = threading.RLock()
+
+
+def _parse(source: str, filename: str = "<unknown>") -> ast.Module:
+    with _COMPILER:
+        return ast.parse(source, filename)
+
+
+def _symtable(source: str, filename: str) -> symtable.SymbolTable:
+    with _COMPILER:
+        return symtable.symtable(source, filename, "exec")
+
+
 def python_source(source: str) -> str:
     """A code cell's source as plain Python: IPython's magics and ``!`` commands become
     ``get_ipython()`` calls; ``%%time``-like cell magics are dropped (their body stays)."""
@@ -249,7 +266,7 @@ def python_source(source: str) -> str:
 def parse_python(source: str) -> ast.Module | None:
     """The syntax tree of a code cell, or None when it is not valid Python."""
     try:
-        return ast.parse(python_source(source))
+        return _parse(python_source(source))
     except (SyntaxError, ValueError):
         return None
 
@@ -257,7 +274,7 @@ def parse_python(source: str) -> ast.Module | None:
 def defined_names(tree: ast.Module) -> set[str]:
     """The names a cell binds at its top level (definitions, imports, assignments)."""
     try:
-        table = symtable.symtable(ast.unparse(tree), "<cell>", "exec")
+        table = _symtable(ast.unparse(tree), "<cell>")
     except SyntaxError:  # valid to the parser, not to the compiler
         return set()
     return {
@@ -277,7 +294,7 @@ def global_names(source: str) -> set[str]:
     ['SCALE', 'np']
     """
     try:
-        table = symtable.symtable(source, "<source>", "exec")
+        table = _symtable(source, "<source>")
     except SyntaxError:  # valid to the parser, not to the compiler
         return set()
     names = {symbol.get_name() for symbol in table.get_symbols() if symbol.is_referenced()}
@@ -372,7 +389,7 @@ def _statements(tree: ast.Module) -> list[Statement]:
     statements = []
     for node in tree.body:
         source = ast.unparse(node)
-        table = symtable.symtable(source, "<statement>", "exec")
+        table = _symtable(source, "<statement>")
         binds = {
             symbol.get_name()
             for symbol in table.get_symbols()
@@ -973,7 +990,7 @@ def worker_job(
     exercises, needed = [], set()
     for match in found:
         source = python_source(match.stub.source)
-        tree = ast.parse(source)
+        tree = _parse(source)
         needed |= global_names(ast.unparse(keep_definitions(tree)))
         functions = [match.exercise.function, match.function]
         exercises.append(
@@ -1073,7 +1090,7 @@ def _grade(
             )
         elif parse_python(match.stub.source) is None:
             try:
-                ast.parse(python_source(match.stub.source), f"<cell {match.stub.number}>")
+                _parse(python_source(match.stub.source), f"<cell {match.stub.number}>")
                 detail = "it cannot be read as Python"
             except SyntaxError as error:
                 detail = f"{error.msg} (line {error.lineno} of cell {match.stub.number})"
