@@ -113,14 +113,14 @@ def student_copy(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 
 def execute(
-    nb: nbformat.NotebookNode, workdir: Path, *, allow_errors: bool = False, timeout: int = 600
+    nb: nbformat.NotebookNode, workdir: Path, *, timeout: int = 600
 ) -> nbformat.NotebookNode:
     """Run ``nb`` top to bottom in a fresh kernel in ``workdir``, as ``make execute`` does."""
     client = NotebookClient(
         nb,
         timeout=timeout,
         kernel_name="python3",
-        allow_errors=allow_errors,
+        allow_errors=False,
         record_timing=False,
         store_widget_state=False,
         resources={"metadata": {"path": str(workdir)}},
