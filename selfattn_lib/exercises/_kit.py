@@ -14,6 +14,10 @@ so that the same situation gets the same words in every chapter:
   :func:`require_no_python_loop` turns a count that grows with the input into feedback: the
   behaviour of a loop, however it is written (``for``, a comprehension, ``map``,
   ``np.vectorize``).
+- :func:`require_own_code` turns down a right answer that calls what the prompt rules out
+  (PyTorch, this library, or the library's own answer to the exercise), seen by a profiler;
+  :func:`multiplications_with` counts the work done with one argument (a
+  :class:`CountedArray`), for prompts that say how much to compute.
 - :func:`match_known_mistakes` compares a result with a catalogue of known wrong answers,
   under one tolerance policy (:data:`RTOL`, :data:`ATOL`; integers compare exactly).
 """
@@ -159,13 +163,25 @@ def python_lines(function: Callable[..., Any], *args: Any) -> int:
             return local
         return None
 
-    previous = sys.gettrace()
-    sys.settrace(tracer)
+    _call_watched(function, args, sys.settrace, sys.gettrace, tracer)
+    return count
+
+
+def _call_watched(
+    function: Callable[..., Any],
+    args: tuple[Any, ...],
+    install: Callable[[Any], None],
+    installed: Callable[[], Any],
+    hook: Any,
+) -> None:
+    """Call ``function(*args)`` quietly with ``hook`` installed as the tracer or profiler
+    (``sys.settrace`` / ``sys.setprofile``), then put back the one that was there."""
+    previous = installed()
+    install(hook)
     try:
         call_quietly(function, *args)
     finally:
-        sys.settrace(previous)
-    return count
+        install(previous)
 
 
 def require_no_python_loop(
@@ -181,6 +197,82 @@ def require_no_python_loop(
             "input, whether it is written as `for`, a comprehension, `map` or `np.vectorize`. "
             "Work on whole arrays instead (matrix products and broadcasting)"
         )
+
+
+#: What the prompts rule out, for :func:`require_own_code`: a module (all of it) or one function.
+TORCH = ("torch",)
+COURSE_LIBRARY = ("selfattn_lib",)
+
+
+def _qualified_name(frame: Any, event: str, arg: Any) -> str:
+    """``"torch.tensor"``, ``"torch.Tensor.sum"``, ``"selfattn_lib.multihead.split_heads"``:
+    the function a profiler ``call`` (Python) or ``c_call`` (built-in) event enters."""
+    if event == "call":
+        return f"{frame.f_globals.get('__name__', '')}.{frame.f_code.co_qualname}"
+    owner = getattr(arg, "__self__", None)
+    module = getattr(arg, "__module__", None)
+    if module is None and owner is not None and not isinstance(owner, type(sys)):
+        module = type(owner).__module__
+    name = getattr(arg, "__qualname__", "") or getattr(arg, "__name__", "")
+    if name.startswith("_VariableFunctionsClass."):  # torch.tensor, torch.argmax, …
+        name = name.removeprefix("_VariableFunctionsClass.")
+    return f"{module or ''}.{name}"
+
+
+def _is_learner_frame(frame: Any) -> bool:
+    """Whether ``frame`` runs the learner's code, or is :func:`call` handing the checker's
+    arguments straight to the function it was given (a library function passed as the answer)."""
+    code = frame.f_code
+    return code is call.__code__ or not code.co_filename.startswith(_NOT_LEARNER_CODE)
+
+
+def library_calls(
+    function: Callable[..., Any], args: tuple[Any, ...], banned: Iterable[str]
+) -> list[str]:
+    """The functions of ``banned`` (modules such as ``"torch"``, or single functions such as
+    ``"selfattn_lib.multihead.split_heads"``) that the learner's own code calls while
+    ``function(*args)`` runs, in the order of their first call.
+
+    A profiler sees every call, however it is written (``torch.tensor``, a tensor's method,
+    ``from selfattn_lib.multihead import split_heads as s``), but only calls made by the
+    learner count: the library calling itself, or NumPy, is not the learner's doing."""
+    prefixes = tuple(banned)
+    found: dict[str, None] = {}
+
+    def profiler(frame: Any, event: str, arg: Any) -> None:
+        if event not in ("call", "c_call"):
+            return
+        caller = frame.f_back if event == "call" else frame
+        if caller is None or not _is_learner_frame(caller):
+            return
+        name = _qualified_name(frame, event, arg)
+        if any(name == prefix or name.startswith(f"{prefix}.") for prefix in prefixes):
+            found.setdefault(name)
+
+    _call_watched(function, args, sys.setprofile, sys.getprofile, profiler)
+    return list(found)
+
+
+def require_own_code(
+    function: Callable[..., Any],
+    args: tuple[Any, ...],
+    banned: Iterable[str],
+    what: str,
+    rule: str,
+) -> None:
+    """Raise a :class:`Mistake` when the learner's code calls one of ``banned`` (see
+    :func:`library_calls`): the prompt asked for the work to be done another way, ``rule``."""
+    called = library_calls(function, args, banned)
+    if called:
+        names = ", ".join(f"`{name}`" for name in called[:3])
+        raise Mistake(f"{what} gives the right result, but it calls {names}: {rule}")
+
+
+#: The rule of an exercise whose answer the library holds, for :func:`require_own_code`.
+WRITE_IT_YOURSELF = (
+    "the exercise is to write it yourself (the library's version is there to compare with, "
+    "after the checker has passed yours)"
+)
 
 
 def call_quietly(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -210,6 +302,72 @@ def call_on_copy(function: Callable[..., Any], array: np.ndarray, *args: Any) ->
 def show(array: Any) -> str:
     """An array as a short Python list for a message, e.g. ``[1000.0, 1001.0]``."""
     return str(np.asarray(array).tolist())
+
+
+# --- Counting the work ---
+
+
+class CountedArray(np.ndarray):
+    """An array that counts the multiplications made with it: ``a @ …``, ``… @ a.T``,
+    ``np.dot``, ``np.einsum``, ``np.tensordot``, ``np.inner`` and ``*`` (with any view, slice
+    or copy of it, and with it divided or multiplied by a number). Each entry of a product
+    counts ``depth`` multiplications, the length of the axis the product sums over: a product
+    of ``(b_q, D_k)`` queries with ``(b_k, D_k)`` counted keys counts ``b_q · b_k · D_k``."""
+
+    counter: list[int] | None = None
+    depth: int = 1  # the multiplications behind one entry of a product
+
+    def __array_finalize__(self, obj: Any) -> None:
+        self.counter = getattr(obj, "counter", None)
+        self.depth = getattr(obj, "depth", 1)
+
+    def _count(self, result: Any, multiplications: int) -> None:
+        if self.counter is not None:
+            self.counter[0] += int(multiplications)
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        plain = [np.asarray(x) if isinstance(x, CountedArray) else x for x in inputs]
+        if "out" in kwargs:
+            kwargs["out"] = tuple(
+                np.asarray(x) if isinstance(x, CountedArray) else x for x in kwargs["out"]
+            )
+        result = getattr(ufunc, method)(*plain, **kwargs)
+        if method != "__call__" or not isinstance(result, np.ndarray):
+            return result
+        scalars = [np.ndim(x) == 0 for x in plain]
+        if ufunc is np.matmul:
+            self._count(result, result.size * self.depth)
+            return result
+        if ufunc is np.multiply and not any(scalars):
+            self._count(result, result.size)
+            return result
+        # Element-wise work on the array alone (k / √D, -k, k * 2) keeps counting.
+        if not result.shape:
+            return result
+        counted = result.view(CountedArray)
+        counted.counter, counted.depth = self.counter, self.depth
+        return counted
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        result = super().__array_function__(func, types, args, kwargs)
+        if func in (np.dot, np.einsum, np.tensordot, np.inner):
+            result = np.asarray(result)
+            self._count(result, result.size * self.depth)
+        return result
+
+
+def multiplications_with(
+    function: Callable[..., Any], args: tuple[Any, ...], index: int, depth: int
+) -> int:
+    """How many multiplications ``function(*args)`` makes with its argument number ``index``
+    (a :class:`CountedArray` with this ``depth``; the other arrays are passed as copies)."""
+    counter = [0]
+    counted = np.array(args[index], dtype=np.float64).view(CountedArray)
+    counted.counter, counted.depth = counter, depth
+    given = [arg.copy() if isinstance(arg, np.ndarray) else arg for arg in args]
+    given[index] = counted
+    call_quietly(function, *given)
+    return counter[0]
 
 
 # --- Reading the learner's result ---

@@ -104,6 +104,13 @@ def check_dot_product(dot_product: Callable[..., Any]) -> kit.Feedback:
         (_, (stack_a, stack_b), _) = _ch1_stack_cases()
         larger = (np.tile(stack_a, (4, 1)), np.tile(stack_b, (4, 1)))  # (16, 3) each
         kit.require_no_python_loop(dot_product, (stack_a, stack_b), larger, name)
+        kit.require_own_code(
+            dot_product,
+            (stack_a, stack_b),
+            ("selfattn_lib.similarity.dot_product",),
+            name,
+            kit.WRITE_IT_YOURSELF,
+        )
         return f"Your {name} handles single vectors and stacks of vectors of any shape."
 
     return kit.run_checks(checks)
@@ -219,6 +226,13 @@ def check_cosine_similarity(cosine_similarity: Callable[..., Any]) -> kit.Feedba
                 "the cosine is undefined: raise a ValueError instead of returning a number."
                 + per_vector
             )
+        kit.require_own_code(
+            cosine_similarity,
+            (stack, stack),
+            ("selfattn_lib.similarity.cosine_similarity",),
+            name,
+            kit.WRITE_IT_YOURSELF,
+        )
         return f"Your {name} handles single vectors and stacks and refuses zero vectors."
 
     return kit.run_checks(checks)

@@ -405,6 +405,13 @@ def check_log_sum_exp(log_sum_exp: Callable[[np.ndarray], Any]) -> kit.Feedback:
                     f"little larger: {float(expected):.6g}"
                 )
             kit.assert_close(got, expected, what)
+        kit.require_own_code(
+            log_sum_exp,
+            (cases[0][0],),
+            ("selfattn_lib.softmax.log_sum_exp",),
+            name,
+            kit.WRITE_IT_YOURSELF,
+        )
         return (
             f"Your log-sum-exp is exact and stable; softmax(z) = exp(z - {name}(z)) "
             "follows from it."

@@ -107,6 +107,13 @@ def check_spotlight_output(spotlight_output: Callable[..., Any]) -> kit.Feedback
         for position in (0, 3):
             check_one(_CH3_X, position)
         check_one(long_vectors, 2)
+        kit.require_own_code(
+            spotlight_output,
+            (_CH3_X, 1),
+            (*kit.COURSE_LIBRARY, *kit.TORCH, "scipy"),
+            name,
+            "the exercise asks for a stable softmax written by you, without a library's",
+        )
         return (
             "Each output is the softmax-weighted average of all the token vectors, the "
             "spotlighted one included."
@@ -198,6 +205,13 @@ def check_batched_self_attention(batched_self_attention: Callable[..., Any]) -> 
         # Four times the batch: a loop over the sequences runs its body more often.
         kit.require_no_python_loop(
             batched_self_attention, (batch,), (np.concatenate([batch] * 4),), name
+        )
+        kit.require_own_code(
+            batched_self_attention,
+            (batch,),
+            ("selfattn_lib.attention.simple_self_attention",),
+            name,
+            kit.WRITE_IT_YOURSELF,
         )
         return (
             "One matrix product for the scores, a softmax over the last axis and one more "

@@ -116,9 +116,22 @@ def check_one_query_attention(one_query_attention: Callable[..., Any]) -> kit.Fe
     def checks() -> str:
         for seed, i in ((40, 0), (41, 3), (42, 4)):
             check_one(seed, i)
+        # The work, by behaviour: the multiplications made with W_Q (one query: D · d_k).
+        x, w_q, w_k, w_v = _ch4_one_query_case(40)
+        n_tokens, (d, d_k) = len(x), w_q.shape
+        counted = kit.multiplications_with(
+            one_query_attention, (x, 2, w_q, w_k, w_v), index=2, depth=d
+        )
+        if counted > d * d_k:
+            raise kit.Mistake(
+                f"the result is right, but {name}(x, 2, w_q, w_k, w_v) made {counted} "
+                f"multiplications with w_q: projecting one token takes D · d_k = {d * d_k}, "
+                f"projecting all {n_tokens} (every query, Q = X W_Q) takes {n_tokens * d * d_k}. "
+                "Query 2 needs only its own query vector, x[2] @ w_q"
+            )
         return (
             "All six steps are right: project, score against every key, divide by √d_k, "
-            "softmax, weight the values, sum."
+            "softmax, weight the values, sum — and you projected only the query you needed."
         )
 
     return kit.run_checks(checks)
@@ -281,6 +294,14 @@ def check_cross_attention(cross_attention: Callable[..., Any]) -> kit.Feedback:
     def checks() -> str:
         for seed, t_q in ((50, 2), (51, 3)):
             check_one(seed, t_q)
+        x_kv, w_q, w_k, w_v = _ch4_one_query_case(50, t=5)
+        kit.require_own_code(
+            cross_attention,
+            (x_kv[:2], x_kv, w_q, w_k, w_v),
+            (*kit.COURSE_LIBRARY, *kit.TORCH, "scipy"),
+            name,
+            "the exercise asks for plain NumPy, with a softmax of your own",
+        )
         return (
             "Right: queries from one sequence, keys and values from the other; the weights "
             "are (T_q, T_k) and the output (T_q, d_v)."

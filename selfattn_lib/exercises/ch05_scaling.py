@@ -180,6 +180,15 @@ def check_softmax_jacobian(softmax_jacobian: Callable[[np.ndarray], Any]) -> kit
             ):
                 continue
             kit.assert_close(got, expected, what, atol=1e-10)
+        kit.require_own_code(
+            softmax_jacobian,
+            (cases[1],),
+            kit.TORCH,
+            name,
+            "the exercise asks for NumPy only: autograd is for checking your formula afterwards",
+        )
+        # One matrix expression: four times the scores, the same few lines of Python.
+        kit.require_no_python_loop(softmax_jacobian, (cases[1],), (np.tile(cases[1], 4),), name)
         return (
             "Your Jacobian diag(w) − w wᵀ is right. Every entry is at most 1/4 in size, and "
             "all of them go to 0 as the weights become one-hot."

@@ -262,6 +262,13 @@ def check_masked_attention(masked_attention: Callable[..., Any]) -> kit.Feedback
         check_one(plain, f"{name}(q, k, v, mask of all True)")
         check_one(keys_ok, f"{name}(q, k, v, padding mask of shape (2, 1, 5))")
         check_one(masked, f"{name}(q, k, v, mask of shape (2, 3, 5) with an empty row)")
+        kit.require_own_code(
+            masked_attention,
+            (q, k, v, masked),
+            (*kit.COURSE_LIBRARY, *kit.TORCH),
+            name,
+            "the exercise asks for NumPy only, without selfattn_lib",
+        )
         return (
             "Your masked attention is right: masked keys get exactly 0, the mask broadcasts, "
             "and a query with nothing to attend to gets zeros, never NaN or uniform weights."

@@ -98,6 +98,13 @@ def check_split_heads(split_heads: Callable[[np.ndarray, int], Any]) -> kit.Feed
     def checks() -> str:
         for shape, n_heads in cases:
             check_one(shape, n_heads)
+        kit.require_own_code(
+            split_heads,
+            (_ch7_numbers((2, 4, 6)), 2),
+            ("selfattn_lib.multihead.split_heads",),
+            name,
+            kit.WRITE_IT_YOURSELF,
+        )
         return (
             "Your split is right: reshape (B, T, D) → (B, T, H, D_h), then swap the token and "
             "head axes, so every head holds its own block of features of every token."
@@ -166,6 +173,13 @@ def check_merge_heads(merge_heads: Callable[[np.ndarray], Any]) -> kit.Feedback:
     def checks() -> str:
         for shape, n_heads in cases:
             check_one(shape, n_heads)
+        kit.require_own_code(
+            merge_heads,
+            (multihead.split_heads(_ch7_numbers((2, 4, 6)), 2),),
+            ("selfattn_lib.multihead.merge_heads",),
+            name,
+            kit.WRITE_IT_YOURSELF,
+        )
         return (
             "Your merge is right: swap the head and token axes back, then reshape, so each "
             "token's features are head 0's outputs, then head 1's, and so on."
@@ -387,6 +401,16 @@ def check_head_weights(head_weights: Callable[..., Any]) -> kit.Feedback:
     def checks() -> str:
         for seed, n_heads in ((70, 2), (71, 3), (72, 1)):
             check_one(seed, n_heads)
+        kit.require_own_code(
+            head_weights,
+            (*_ch7_case(70), 2),
+            ("selfattn_lib.multihead",),
+            name,
+            (
+                "the exercise is to cut each head's columns out of the weights yourself, "
+                "without the library's split_heads or multi_head_attention"
+            ),
+        )
         return (
             "Your per-head weights are right: each head slices its own columns of W_Q and W_K "
             "(and of the biases), scores with √D_h and takes its own softmax."

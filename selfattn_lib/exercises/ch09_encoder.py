@@ -116,6 +116,13 @@ def check_rms_norm(rms_norm: Callable[..., Any]) -> kit.Feedback:
             if kit.match_known_mistakes(got, expected, mistakes(x, gain, eps), what, atol=1e-10):
                 continue
             kit.assert_close(got, expected, what, atol=1e-10)
+        kit.require_own_code(
+            rms_norm,
+            cases[0],
+            (*kit.TORCH, "selfattn_lib.encoder.rms_norm"),
+            name,
+            "the exercise is to write it yourself, with NumPy",
+        )
         return (
             "Your RMSNorm is right: every vector is divided by its root mean square (eps "
             "inside the square root) and scaled by the gain — layer norm without the centring "
@@ -321,6 +328,13 @@ def check_sublayer_connection(sublayer_connection: Callable[..., Any]) -> kit.Fe
                 if np.allclose(got, wrong, rtol=1e-6, atol=1e-9):
                     raise kit.Mistake(f"{what}: {message}")
             kit.assert_close(got, expected, what)
+        kit.require_own_code(
+            sublayer_connection,
+            (x, sublayer, norm, True),
+            ("selfattn_lib.encoder.sublayer_connection",),
+            name,
+            kit.WRITE_IT_YOURSELF,
+        )
         return (
             "Your sublayer connection is right: post-norm normalises the sum, LN(x + F(x)); "
             "pre-norm leaves the residual path alone, x + F(LN(x))."
@@ -479,6 +493,21 @@ def check_encoder_layer_numpy(encoder_layer_numpy: Callable[..., Any]) -> kit.Fe
     def checks() -> str:
         for case in cases:
             check_one(*case)
+        kit.require_own_code(
+            encoder_layer_numpy,
+            cases[0],
+            (
+                *kit.TORCH,
+                "selfattn_lib.encoder.encoder_layer",
+                "selfattn_lib.layers",
+                "selfattn_lib.transformer",
+            ),
+            name,
+            (
+                "the exercise is to write the layer yourself, with NumPy (the library's "
+                "multi_head_attention is allowed)"
+            ),
+        )
         return (
             "Your encoder layer is right, post-norm and pre-norm, with and without a padding "
             "mask: it computes what selfattn_lib's EncoderLayer and PyTorch's "

@@ -101,6 +101,13 @@ def check_shift_right(shift_right: Callable[..., Any]) -> kit.Feedback:
     def checks() -> str:
         for tgt, bos_id in cases:
             check_one(tgt, bos_id)
+        kit.require_own_code(
+            shift_right,
+            cases[0],
+            (*kit.TORCH, "selfattn_lib.training.shift_right"),
+            name,
+            "the exercise is to write it yourself, with NumPy",
+        )
         return (
             "Your shift is right: <bos> first, then the target without its last token, so "
             "the decoder's input t is target token t - 1 and every position predicts the "
@@ -348,6 +355,13 @@ def check_transformer_parameters(transformer_parameters: Callable[..., Any]) -> 
             if kit.match_known_mistakes(got, expected, mistakes(*case), f"{what} returned {got:,}"):
                 continue
             raise kit.Mistake(f"{what} returned {got:,}, expected {expected:,}")
+        kit.require_own_code(
+            transformer_parameters,
+            cases[0],
+            (*kit.COURSE_LIBRARY, *kit.TORCH),
+            name,
+            "the exercise is to count with a formula, without building a model",
+        )
         return (
             "Your count is right: 63,082,496 parameters for the base model and 214,245,376 "
             "for the big one with a shared vocabulary of 37,000 tokens, as count_parameters "
@@ -510,6 +524,13 @@ def check_greedy_decode(greedy_decode: Callable[..., Any]) -> kit.Feedback:
         check_one(chain, 6, "a model that never writes <eos>")
         check_one(at_once, 4, "a model that writes <eos> at once")
         check_one(special, 6, "a model that writes <bos> and <pad> as ordinary tokens")
+        kit.require_own_code(
+            greedy_decode,
+            (_Ch10Model(chain), bos_id, eos_id, 6),
+            kit.TORCH,
+            name,
+            "the exercise asks for plain Python or NumPy, without PyTorch",
+        )
         return (
             "Your greedy decoding is right: the whole prefix in, the arg max out, stop at "
             "<eos> (kept) or after max_new_tokens."

@@ -89,6 +89,13 @@ def check_longest_sequence(longest_sequence: Callable[..., Any]) -> kit.Feedback
                 f"{what} returned {got}, but T = {got + 1} still fits: it needs "
                 f"{needed(got + 1, batch, heads, size):,} of the {memory:,} bytes"
             )
+        kit.require_own_code(
+            longest_sequence,
+            cases[0],
+            ("selfattn_lib.attention_cost",),
+            name,
+            kit.WRITE_IT_YOURSELF,
+        )
         return (
             "Your bound is right: T = ⌊√(M / (B · H · bytes))⌋. Doubling the memory buys only "
             "√2 ≈ 1.41 times the sequence length."
@@ -194,6 +201,13 @@ def check_attend_with_cache(attend_with_cache: Callable[..., Any]) -> kit.Feedba
         step(2)  # a cache of two tokens first: the clearest case
         for t in range(n_tokens):  # then a whole generation, from an empty cache
             step(t)
+        kit.require_own_code(
+            attend_with_cache,
+            (q[:, 2:3], k[:, 2:3], v[:, 2:3], k[:, :2], v[:, :2]),
+            (*kit.COURSE_LIBRARY, *kit.TORCH),
+            name,
+            "the exercise asks for NumPy only, without selfattn_lib",
+        )
         return (
             "Your cached step is right: token by token it gives exactly the rows of causal "
             "attention over the whole sequence, and the caches grow by one position per step."
@@ -314,71 +328,22 @@ def check_merge_softmax_states(merge_states: Callable[..., Any]) -> kit.Feedback
     def checks() -> str:
         for case in cases:
             check_one(*case)
+        kit.require_own_code(
+            merge_states,
+            (
+                online_softmax.softmax_state(scores_a, values_a),
+                online_softmax.softmax_state(scores_b, values_b),
+            ),
+            ("selfattn_lib.online_softmax.merge_states",),
+            name,
+            kit.WRITE_IT_YOURSELF,
+        )
         return (
             "Your merge is right: rescale both states to the larger maximum and add. It is "
             "associative, so blocks can be merged in any grouping — on a GPU, in parallel."
         )
 
     return kit.run_checks(checks)
-
-
-class _CountedKeys(np.ndarray):
-    """Keys that count the multiplications made with them: ``k @ …``, ``… @ k.T``,
-    ``np.dot``, ``np.einsum``, ``np.tensordot``, ``np.inner`` and ``*`` (with any view, slice
-    or copy of the keys, and with the keys divided or multiplied by a number). A product of
-    ``(b_q, D_k)`` queries with ``(b_k, D_k)`` keys counts ``b_q · b_k · D_k``."""
-
-    counter: list[int] | None = None
-    depth: int = 1  # D_k: the multiplications behind one entry of a product
-
-    def __array_finalize__(self, obj: Any) -> None:
-        self.counter = getattr(obj, "counter", None)
-        self.depth = getattr(obj, "depth", 1)
-
-    def _count(self, result: Any, multiplications: int) -> None:
-        if self.counter is not None:
-            self.counter[0] += int(multiplications)
-
-    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        plain = [np.asarray(x) if isinstance(x, _CountedKeys) else x for x in inputs]
-        if "out" in kwargs:
-            kwargs["out"] = tuple(
-                np.asarray(x) if isinstance(x, _CountedKeys) else x for x in kwargs["out"]
-            )
-        result = getattr(ufunc, method)(*plain, **kwargs)
-        if method != "__call__" or not isinstance(result, np.ndarray):
-            return result
-        scalars = [np.ndim(x) == 0 for x in plain]
-        if ufunc is np.matmul:
-            self._count(result, result.size * self.depth)
-            return result
-        if ufunc is np.multiply and not any(scalars):
-            self._count(result, result.size)
-            return result
-        # Element-wise work on the keys alone (k / √D, -k, k * 2) keeps counting.
-        if not result.shape:
-            return result
-        keys = result.view(_CountedKeys)
-        keys.counter, keys.depth = self.counter, self.depth
-        return keys
-
-    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        result = super().__array_function__(func, types, args, kwargs)
-        if func in (np.dot, np.einsum, np.tensordot, np.inner):
-            result = np.asarray(result)
-            self._count(result, result.size * self.depth)
-        return result
-
-
-def _multiplications_with_keys(
-    function: Callable[..., Any], q: np.ndarray, k: np.ndarray, v: np.ndarray, block_size: int
-) -> int:
-    """How many multiplications ``function(q, k, v, block_size)`` makes with the keys."""
-    counter = [0]
-    keys = k.copy().view(_CountedKeys)
-    keys.counter, keys.depth = counter, k.shape[-1]
-    kit.call_quietly(function, q.copy(), keys, v.copy(), block_size)
-    return counter[0]
 
 
 def check_causal_blocked_attention(causal_blocked_attention: Callable[..., Any]) -> kit.Feedback:
@@ -447,7 +412,9 @@ def check_causal_blocked_attention(causal_blocked_attention: Callable[..., Any])
         # The work, by behaviour: how many multiplications were made with the keys.
         n_tokens, block_size, d_k = 64, 8, 4
         q, k, v = (rng.normal(size=(n_tokens, d)) for d in (d_k, d_k, 3))
-        counted = _multiplications_with_keys(causal_blocked_attention, q, k, v, block_size)
+        counted = kit.multiplications_with(
+            causal_blocked_attention, (q, k, v, block_size), index=1, depth=d_k
+        )
         every_pair = n_tokens * n_tokens * d_k
         n_blocks = n_tokens // block_size
         needed = n_blocks * (n_blocks + 1) // 2 * block_size**2 * d_k
@@ -461,6 +428,13 @@ def check_causal_blocked_attention(causal_blocked_attention: Callable[..., Any])
                 f"({needed:,} multiplications). Loop over the key blocks that start before "
                 "the query block ends"
             )
+        kit.require_own_code(
+            causal_blocked_attention,
+            (q, k, v, block_size),
+            ("selfattn_lib.online_softmax.causal_blocked_attention",),
+            name,
+            kit.WRITE_IT_YOURSELF,
+        )
         return (
             "Your causal blocked attention is right, block size by block size, and it skips "
             "the tiles that lie entirely in the future: almost half of the work."

@@ -194,3 +194,11 @@ def test_ch3_batched_self_attention_rejects_a_loop_over_the_batch():
     assert_ch3_mistake(
         exercises.check_batched_self_attention(one_at_a_time), "a loop runs once per item"
     )
+
+
+def test_ch3_spotlight_output_with_the_library_softmax_breaks_the_prompts_rule():
+    from selfattn_lib.softmax import softmax
+
+    feedback = exercises.check_spotlight_output(lambda x, position: softmax(x @ x[position]) @ x)
+    assert feedback.attempted and not feedback.passed
+    assert "gives the right result, but it calls `selfattn_lib.softmax.softmax`" in feedback.message

@@ -147,3 +147,35 @@ def test_ch4_cross_attention_names_axis_and_source_mistakes():
 REFERENCES = {
     **{checker.__name__: solution for checker, solution in CH4_CHECKERS.values()},
 }
+
+
+def ch4_every_query(x, i, w_q, w_k, w_v, transposed=False):
+    """Right, but projects every token into a query to use one of them."""
+    q = (w_q.T @ x.T).T if transposed else x @ w_q  # (T, d_k): T queries for one
+    k, v = x @ w_k, x @ w_v
+    weights = ch4_softmax(k @ q[i] / np.sqrt(q.shape[-1]))
+    return weights @ v, weights
+
+
+def test_ch4_one_query_counts_the_projections_it_makes():
+    feedback = exercises.check_one_query_attention(ch4_every_query)
+    assert feedback.attempted and not feedback.passed
+    assert "made 60 multiplications with w_q" in feedback.message, feedback.message
+    assert "x[2] @ w_q" in feedback.message
+    transposed = exercises.check_one_query_attention(
+        lambda *args: ch4_every_query(*args, transposed=True)
+    )
+    assert "made 60 multiplications with w_q" in transposed.message, transposed.message
+
+
+def test_ch4_cross_attention_with_a_library_softmax_breaks_the_prompts_rule():
+    from selfattn_lib.softmax import softmax
+
+    def with_library(x_q, x_kv, w_q, w_k, w_v):
+        q, k, v = x_q @ w_q, x_kv @ w_k, x_kv @ w_v
+        weights = softmax(q @ k.T / np.sqrt(q.shape[-1]), axis=-1)
+        return weights @ v, weights
+
+    feedback = exercises.check_cross_attention(with_library)
+    assert feedback.attempted and not feedback.passed
+    assert "but it calls `selfattn_lib.softmax.softmax`" in feedback.message, feedback.message

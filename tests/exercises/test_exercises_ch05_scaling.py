@@ -182,3 +182,28 @@ def test_ch5_saturation_dimension_names_typical_mistakes():
 REFERENCES = {
     **{checker.__name__: solution for checker, solution in CH5_CHECKERS.values()},
 }
+
+
+def test_ch5_softmax_jacobian_from_autograd_breaks_the_prompts_rule():
+    torch = pytest.importorskip("torch")
+
+    def with_autograd(scores):
+        jacobian = torch.autograd.functional.jacobian(
+            lambda z: torch.softmax(z, dim=-1), torch.as_tensor(scores, dtype=torch.float64)
+        )
+        return jacobian.numpy()
+
+    feedback = exercises.check_softmax_jacobian(with_autograd)
+    assert feedback.attempted and not feedback.passed
+    assert "but it calls `torch." in feedback.message, feedback.message
+
+
+def test_ch5_softmax_jacobian_entry_by_entry_is_not_one_matrix_expression():
+    def entry_by_entry(scores):
+        w = np.exp(scores - scores.max()) / np.exp(scores - scores.max()).sum()
+        n = len(w)
+        return np.array([[w[i] * ((i == j) - w[j]) for j in range(n)] for i in range(n)])
+
+    feedback = exercises.check_softmax_jacobian(entry_by_entry)
+    assert feedback.attempted and not feedback.passed
+    assert "a loop runs once per item" in feedback.message, feedback.message

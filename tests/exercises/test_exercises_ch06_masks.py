@@ -193,3 +193,14 @@ REFERENCES = {
     **{checker.__name__: solution for checker, solution in CH6_CHECKERS.values()},
     "check_dependence": ch6_dependence,
 }
+
+
+def test_ch6_masked_attention_from_the_library_breaks_the_prompts_rule():
+    from selfattn_lib.attention import scaled_dot_product_attention
+
+    def with_library(q, k, v, mask):
+        return scaled_dot_product_attention(q, k, v, mask=mask)
+
+    feedback = exercises.check_masked_attention(with_library)
+    assert feedback.attempted and not feedback.passed
+    assert "but it calls `selfattn_lib.attention" in feedback.message, feedback.message

@@ -63,8 +63,6 @@ def assert_ch7_mistake(feedback, *fragments):
 def test_ch7_checkers_accept_other_correct_formulations():
     import torch
 
-    from selfattn_lib.multihead import merge_heads, multi_head_attention, split_heads
-
     def torch_split(x, n_heads):  # a torch tensor, through view + transpose
         tensor = torch.from_numpy(x)
         return tensor.view(*tensor.shape[:2], n_heads, -1).transpose(1, 2)
@@ -83,13 +81,13 @@ def test_ch7_checkers_accept_other_correct_formulations():
         return float(4 * d_model**2 + 4 * d_model * bias)
 
     def float32_weights(x, params, n_heads):
-        return multi_head_attention(x, x, params, n_heads)[1].astype(np.float32)
+        return ch7_head_weights(x, params, n_heads).astype(np.float32)
 
     for checker, answer in [
-        (exercises.check_split_heads, split_heads),
+        (exercises.check_split_heads, ch7_split_heads),
         (exercises.check_split_heads, torch_split),
         (exercises.check_split_heads, loop_split),
-        (exercises.check_merge_heads, merge_heads),
+        (exercises.check_merge_heads, ch7_merge_heads),
         (exercises.check_merge_heads, torch_merge),
         (exercises.check_mha_parameter_count, float_count),
         (exercises.check_mha_parameter_count, lambda d, h, bias: np.int64(4 * d * (d + bias))),
@@ -220,3 +218,22 @@ def test_ch7_head_contributions_names_typical_mistakes(answer, fragments):
 REFERENCES = {
     **{checker.__name__: solution for checker, solution in CH7_CHECKERS.values()},
 }
+
+
+def test_ch7_head_weights_with_the_library_split_breaks_the_prompts_rule():
+    from selfattn_lib.multihead import split_heads
+
+    feedback = exercises.check_head_weights(
+        lambda x, params, n_heads: ch7_head_weights(x, params, n_heads, split=split_heads)
+    )
+    assert feedback.attempted and not feedback.passed
+    assert "but it calls `selfattn_lib.multihead.split_heads`" in feedback.message
+
+
+def test_ch7_split_heads_that_hands_over_to_the_library_breaks_the_prompts_rule():
+    from selfattn_lib import multihead
+
+    for answer in (multihead.split_heads, lambda x, n_heads: multihead.split_heads(x, n_heads)):
+        feedback = exercises.check_split_heads(answer)
+        assert feedback.attempted and not feedback.passed
+        assert "write it yourself" in feedback.message

@@ -85,11 +85,10 @@ def ch10_stub(*args):
 
 
 CH10_CHECKERS = {
-    "check_shift_right": [ch10_shift_right, ch10_shift_right_torch, ch10_shift_right_in_place_copy],
+    "check_shift_right": [ch10_shift_right, ch10_shift_right_in_place_copy],
     "check_decoder_self_mask": [ch10_decoder_self_mask, ch10_decoder_self_mask_loops],
     "check_transformer_parameters": [
         ch10_transformer_parameters,
-        ch10_transformer_parameters_torch,
         lambda *args: float(ch10_transformer_parameters(*args)),
         lambda *args: np.int64(ch10_transformer_parameters(*args)),
     ],
@@ -111,6 +110,29 @@ def assert_ch10_mistake(feedback, *fragments):
     assert feedback.attempted and not feedback.passed, feedback.message
     for fragment in fragments:
         assert fragment in feedback.message, feedback.message
+
+
+def ch10_greedy_decode_torch(next_token_logits, bos_id, eos_id, max_new_tokens):
+    import torch
+
+    tokens = [bos_id]
+    while len(tokens) <= max_new_tokens and tokens[-1] != eos_id:
+        tokens.append(int(torch.as_tensor(next_token_logits(tokens)).argmax()))
+    return tokens
+
+
+@pytest.mark.parametrize(
+    ("name", "answer", "called"),
+    [
+        ("check_shift_right", ch10_shift_right_torch, "`torch."),
+        ("check_transformer_parameters", ch10_transformer_parameters_torch, "`selfattn_lib."),
+        ("check_greedy_decode", ch10_greedy_decode_torch, "`torch."),
+    ],
+)
+def test_ch10_right_answers_in_pytorch_break_the_prompts_rule(name, answer, called):
+    pytest.importorskip("torch")
+    feedback = getattr(exercises, name)(answer)
+    assert_ch10_mistake(feedback, "gives the right result, but it calls " + called)
 
 
 def ch10_overwrite_in_place(tgt, bos_id):

@@ -373,3 +373,19 @@ def test_ch11_causal_blocked_attention_rejects_right_results_that_compute_every_
 
 # Every checker of the chapter with a correct answer: test_exercises_registry.py runs them.
 REFERENCES = dict(CH11_CHECKERS)
+
+
+def test_ch11_attend_with_cache_in_pytorch_breaks_the_prompts_rule():
+    torch = pytest.importorskip("torch")
+
+    def with_torch(q_new, k_new, v_new, k_cache, v_cache):
+        k_cache = np.concatenate([k_cache, k_new], axis=1)
+        v_cache = np.concatenate([v_cache, v_new], axis=1)
+        output = torch.nn.functional.scaled_dot_product_attention(
+            *(torch.from_numpy(a) for a in (q_new, k_cache, v_cache))
+        )
+        return output.numpy(), k_cache, v_cache
+
+    feedback = exercises.check_attend_with_cache(with_torch)
+    assert feedback.attempted and not feedback.passed
+    assert "but it calls `torch." in feedback.message, feedback.message

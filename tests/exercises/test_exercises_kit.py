@@ -142,3 +142,65 @@ def test_feedback_html_shows_the_verdict_and_wraps_the_escaped_message():
     unpaired = kit.Feedback(passed=True, attempted=True, message="a ` alone")
     assert unpaired._repr_html_().endswith("<strong>✔ Correct.</strong> a ` alone</p>")
     assert kit.Feedback(False, False, "x").verdict == "○ Not attempted yet."
+
+
+def test_library_calls_sees_the_learners_calls_however_written():
+    torch = pytest.importorskip("torch")
+    from selfattn_lib.multihead import split_heads as cut
+
+    def with_torch(x):
+        return torch.tensor(x).sum().item()  # a function, then a tensor's methods
+
+    def aliased(x):
+        return cut(x, 2)
+
+    x = np.ones((1, 2, 4))
+    assert kit.library_calls(with_torch, (x,), kit.TORCH) == [
+        "torch.tensor",
+        "torch.Tensor.sum",
+        "torch.Tensor.item",
+    ]
+    assert kit.library_calls(aliased, (x,), kit.COURSE_LIBRARY) == [
+        "selfattn_lib.multihead.split_heads"
+    ]
+    # The library function handed over as the answer itself.
+    assert kit.library_calls(cut, (x, 2), kit.COURSE_LIBRARY) == [
+        "selfattn_lib.multihead.split_heads"
+    ]
+
+
+def test_library_calls_counts_only_what_the_learner_calls():
+    from selfattn_lib.multihead import split_heads
+
+    def numpy_only(x):
+        return np.swapaxes(x.reshape(1, 2, 2, 2), 1, 2)
+
+    x = np.ones((1, 2, 4))
+    assert kit.library_calls(numpy_only, (x,), kit.COURSE_LIBRARY) == []
+    # split_heads calls the library's own validation: that is not the learner's doing.
+    assert kit.library_calls(split_heads, (x, 2), ("selfattn_lib._validation",)) == []
+
+
+def test_require_own_code_names_the_calls_and_the_rule():
+    from selfattn_lib.softmax import softmax
+
+    with pytest.raises(kit.Mistake, match=r"f gives the right result, but it calls `selfattn"):
+        kit.require_own_code(lambda z: softmax(z), (np.ones(3),), kit.COURSE_LIBRARY, "f", "no")
+    kit.require_own_code(lambda z: z, (np.ones(3),), kit.COURSE_LIBRARY, "f", "no")
+
+
+@pytest.mark.parametrize(
+    ("product", "expected"),
+    [
+        (lambda x, w: x @ w, 5 * 4 * 3),  # every row of x: T · D · d_k
+        (lambda x, w: x[2] @ w, 4 * 3),  # one row: D · d_k
+        (lambda x, w: (w.T @ x[2:3].T).T, 4 * 3),  # transposed
+        (lambda x, w: np.einsum("d,de->e", x[2], w), 4 * 3),
+        (lambda x, w: np.dot(x, w / 2.0), 5 * 4 * 3),  # scaled first: still counted
+        (lambda x, w: (x[2][:, None] * w).sum(axis=0), 4 * 3),  # broadcasting
+        (lambda x, w: x.sum() + w.sum(), 0),
+    ],
+)
+def test_multiplications_with_counts_the_products_with_one_argument(product, expected):
+    x, w = np.ones((5, 4)), np.ones((4, 3))
+    assert kit.multiplications_with(product, (x, w), index=1, depth=4) == expected

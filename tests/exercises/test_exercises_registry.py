@@ -13,6 +13,7 @@ import ast
 import importlib
 import inspect
 import pkgutil
+import re
 from pathlib import Path
 
 import pytest
@@ -95,6 +96,19 @@ def test_the_docstring_states_the_task_without_a_passing_answer(module, name):
     docstring = inspect.getdoc(getattr(exercises, name)) or ""
     assert "Expected signature" in docstring, name
     assert "✔ Correct" not in docstring and ".passed\nTrue" not in docstring, name
+
+
+@pytest.mark.parametrize("module", CHAPTER_MODULES)
+def test_no_text_of_a_checker_holds_code_to_copy(module):
+    """Docstrings and messages (every string of the module) state the task and name mistakes;
+    none holds a function to paste. The doctests' ``>>>`` lines feed the checker a wrong
+    answer, which the test above shows fails."""
+    tree = ast.parse((PACKAGE / f"{module}.py").read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            for line in node.value.splitlines():
+                if not line.lstrip().startswith(">>>"):
+                    assert not re.search(r"\bdef \w+\(|\blambda\b", line), (module, line)
 
 
 @pytest.mark.parametrize("module", ["_kit", *CHAPTER_MODULES])
