@@ -198,6 +198,7 @@ def check_softmax_jacobian(softmax_jacobian: Callable[[np.ndarray], Any]) -> kit
 
 
 _CH5_DIMENSIONS = tuple(2**n for n in range(11))  # 1, 2, 4, ..., 1024 (memory: see below)
+_CH5_QUERIES = 2000  # the queries the prompt draws for each d_k
 
 
 def _ch5_top_weight_statistic(
@@ -302,6 +303,16 @@ def check_saturation_dimension(saturation_dimension: Callable[..., Any]) -> kit.
     def checks() -> str:
         for n_keys, threshold in cases:
             check_one(n_keys, threshold)
+        # Vectorised over the queries: a few lines per d_k tried, not one or more per query.
+        lines = kit.python_lines(saturation_dimension, 8, 0.75, np.random.default_rng(0))
+        if lines > _CH5_QUERIES:
+            raise kit.Mistake(
+                f"the result is right, but {name}(8, 0.75, rng) ran {lines:,} lines of Python, "
+                f"more than one per query ({_CH5_QUERIES:,} queries per d_k): a loop over the "
+                "queries (or the keys), however it is written. Draw all the queries as one "
+                f"array ({_CH5_QUERIES}, d_k), the keys as one ({_CH5_QUERIES}, n_keys, d_k), "
+                'and compute every score at once with np.einsum("nd,nkd->nk", q, k)'
+            )
         return (
             "Your search finds where softmax saturates: with 8 keys the median top weight of "
             "unscaled scores passes 0.95 at d_k = 64, the size of one head of the base "

@@ -207,3 +207,20 @@ def test_ch5_softmax_jacobian_entry_by_entry_is_not_one_matrix_expression():
     feedback = exercises.check_softmax_jacobian(entry_by_entry)
     assert feedback.attempted and not feedback.passed
     assert "a loop runs once per item" in feedback.message, feedback.message
+
+
+def test_ch5_saturation_dimension_that_loops_over_the_queries_is_turned_down():
+    from selfattn_lib.softmax import softmax
+
+    def query_by_query(n_keys, threshold, rng):
+        for d_k in (2**n for n in range(11)):
+            q = rng.standard_normal((2000, d_k))
+            k = rng.standard_normal((2000, n_keys, d_k))
+            top = [softmax(k[n] @ q[n]).max() for n in range(2000)]
+            if np.median(top) > threshold:
+                return d_k
+        return None
+
+    feedback = exercises.check_saturation_dimension(query_by_query)
+    assert feedback.attempted and not feedback.passed
+    assert "more than one per query (2,000 queries per d_k)" in feedback.message, feedback.message
