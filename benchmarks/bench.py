@@ -7,7 +7,9 @@ Three measurements, each in one run:
 2. a clean build of the book (``jupyter-book build`` into an empty directory, so nothing
    comes from the execution cache);
 3. ``selfattn_lib.attention.scaled_dot_product_attention`` (NumPy) against
-   ``torch.nn.functional.scaled_dot_product_attention`` on the CPU, same inputs and dtype.
+   ``torch.nn.functional.scaled_dot_product_attention`` on the CPU, same inputs and dtype;
+4. ``make grade`` on the made-up class of ``tests/test_grade.py`` (every way a submission can
+   go wrong, and a chapter 10 notebook), with the test's options.
 
 Benchmarks are not tests: nothing in ``make test`` depends on a timing. The targets below are
 the ones the course promises on a 2-core machine; a missed target is reported, not hidden.
@@ -33,6 +35,7 @@ TARGET_SECONDS = {"10_decoder_and_cross_attention": 90, "11_attention_at_scale":
 DEFAULT_TARGET_SECONDS = 10
 ATTENTION_SIZES = [(1, 8, 128, 64), (1, 8, 512, 64), (1, 8, 1024, 64)]  # (B, H, T, D)
 TARGET_RATIO = 3.0  # NumPy within 3x of PyTorch at T = 512, D = 64
+TARGET_GRADING_SECONDS = 60  # the test folder, chapter 10 included, on 2 cores
 
 
 def execute_one(path: Path) -> dict:
@@ -125,7 +128,32 @@ def measure_attention() -> list[dict]:
     return rows
 
 
-def report(notebooks: list[dict], book_seconds: float, attention: list[dict]) -> str:
+def measure_grading() -> dict:
+    """Grade the made-up submissions of tests/test_grade.py as ``make grade`` does, timed."""
+    import csv
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_grade import GRADING_OPTIONS, write_submissions
+
+    from tools.grade import main as grade
+
+    with tempfile.TemporaryDirectory() as directory:
+        folder, hidden = write_submissions(Path(directory))
+        out = Path(directory) / "grades"
+        start = time.perf_counter()
+        grade([str(folder), *GRADING_OPTIONS, "--hidden", str(hidden), "--out", str(out)])
+        seconds = time.perf_counter() - start
+        with (out / "grades.csv").open(encoding="utf-8", newline="") as file:
+            rows = list(csv.DictReader(file))
+    return {
+        "seconds": seconds,
+        "submissions": len({row["student"] for row in rows}),
+        "rows": len(rows),
+        "options": " ".join(GRADING_OPTIONS),
+    }
+
+
+def report(notebooks: list[dict], book_seconds: float, attention: list[dict], grading: dict) -> str:
     import numpy as np
     import torch
 
@@ -183,6 +211,21 @@ def report(notebooks: list[dict], book_seconds: float, attention: list[dict]) ->
                 f"NumPy attention ({row['dtype']}, T = 512, D = 64) is {row['ratio']:.1f}x "
                 f"slower than PyTorch's (target {TARGET_RATIO:.0f}x)"
             )
+    lines += [
+        "",
+        "## Grading a class",
+        "",
+        f"`make grade` on the {grading['submissions']} made-up submissions of "
+        f"`tests/test_grade.py` ({grading['rows']} rows: a timeout, crashes, tampering, files "
+        f"that are not notebooks, a chapter 10 notebook, hidden cases), with "
+        f"`{grading['options']}`: **{grading['seconds']:.1f} s** "
+        f"(target {TARGET_GRADING_SECONDS} s).",
+    ]
+    if grading["seconds"] > TARGET_GRADING_SECONDS:
+        missed.append(
+            f"grading the test folder took {grading['seconds']:.1f} s "
+            f"(target {TARGET_GRADING_SECONDS} s)"
+        )
     lines += ["", "## Targets", ""]
     if missed:
         lines += [f"- Missed: {item}." for item in missed]
@@ -203,7 +246,8 @@ def report(notebooks: list[dict], book_seconds: float, attention: list[dict]) ->
     if not missed:
         lines.append(
             "All met: every chapter under 10 s (chapter 10 under 90 s, chapter 11 under 30 s), "
-            "and the NumPy attention within 3x of PyTorch's at T = 512, D = 64."
+            "the NumPy attention within 3x of PyTorch's at T = 512, D = 64, and the test "
+            f"class graded in under {TARGET_GRADING_SECONDS} s."
         )
     return "\n".join(lines) + "\n"
 
@@ -218,7 +262,8 @@ def main() -> None:
     notebooks = measure_notebooks()
     book_seconds = measure_book_build()
     attention = measure_attention()
-    text = report(notebooks, book_seconds, attention)
+    grading = measure_grading()
+    text = report(notebooks, book_seconds, attention, grading)
     RESULTS.write_text(text, encoding="utf-8")
     print(text)
 

@@ -1,6 +1,7 @@
-"""The class grader (``make grade``, tools/grade.py and tools/grade_worker.py), end to end on
-a folder of made-up submissions built here from the course's own notebooks: every way a
-submission can go wrong is a row with its exact status, and the run never stops early."""
+"""The class grader (``make grade``: tools/grade.py, grade_course.py, grade_run.py and
+grade_worker.py), end to end on a folder of made-up submissions built here from the course's
+own notebooks: every way a submission can go wrong is a row with its exact status, and the run
+never stops early."""
 
 from __future__ import annotations
 
@@ -18,16 +19,12 @@ from tools.grade import (
     GRADES_COLUMNS,
     SUMMARY_COLUMNS,
     HiddenCasesError,
-    Limits,
-    context_statements,
-    grade_submission,
-    identify_chapter,
-    load_course,
     load_hidden,
     main,
-    read_submission,
     submissions_in,
 )
+from tools.grade_course import context_statements, identify_chapter, load_course, read_submission
+from tools.grade_run import Limits, grade_submission
 from tools.grade_worker import keep_definitions
 from tools.plain_edition import plain_edition
 from tools.repository import ROOT, parse_exercise, read_chapter, read_notebook
@@ -386,10 +383,9 @@ def read_csv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(file))
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory) -> tuple[list[dict[str, str]], list[dict[str, str]], Path]:
-    """Grade the folder once, through the command line, as ``make grade`` does."""
-    root = tmp_path_factory.mktemp("grading")
+def write_submissions(root: Path) -> tuple[Path, Path]:
+    """Write the made-up submissions into ``root/submissions`` and the instructor's hidden
+    cases into ``root/hidden.py``; ``make bench`` times the grader on them too."""
     folder = root / "submissions"
     folder.mkdir()
     for name, submission in submissions().items():
@@ -405,9 +401,26 @@ def graded(tmp_path_factory) -> tuple[list[dict[str, str]], list[dict[str, str]]
         HIDDEN.format(expected=nearest("kitten", words, embeddings.embed(words))),
         encoding="utf-8",
     )
+    return folder, hidden
+
+
+GRADING_OPTIONS = [
+    "-j",
+    "2",
+    "--timeout",
+    str(TIMEOUT),
+    "--notebook-timeout",
+    str(NOTEBOOK_TIMEOUT),
+]
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory) -> tuple[list[dict[str, str]], list[dict[str, str]], Path]:
+    """Grade the folder once, through the command line, as ``make grade`` does."""
+    root = tmp_path_factory.mktemp("grading")
+    folder, hidden = write_submissions(root)
     out = root / "grades"
-    options = ["-j", "2", "--timeout", str(TIMEOUT), "--notebook-timeout", str(NOTEBOOK_TIMEOUT)]
-    assert main([str(folder), *options, "--hidden", str(hidden), "--out", str(out)]) == 0
+    assert main([str(folder), *GRADING_OPTIONS, "--hidden", str(hidden), "--out", str(out)]) == 0
     return read_csv(out / "grades.csv"), read_csv(out / "summary.csv"), out
 
 

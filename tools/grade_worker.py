@@ -6,7 +6,7 @@ in an empty working directory::
 
     python -I tools/grade_worker.py JOB.json
 
-``JOB.json`` says what to run (written by ``tools.grade.worker_job``)::
+``JOB.json`` says what to run (written by ``tools.grade_run.worker_job``)::
 
     {
       "setup": ["<python source>", ...],     # the course chapter's setup cells, run in full
@@ -64,7 +64,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-# The statuses of an exercise that this process reports (tools/grade.py adds the others).
+# The statuses of an exercise that this process reports (tools/grade_run.py adds the others).
 CORRECT = "correct"
 NOT_YET = "not yet"
 NOT_ATTEMPTED = "not attempted"
