@@ -73,7 +73,7 @@ stats: $(STAMP)
 
 # The instructors' page (book/instructors.md) is generated from the notebooks: run this after
 # changing a chapter's opening cell or its exercises (`make book` runs it too), and commit it.
-.PHONY: instructors student retarget
+.PHONY: instructors student answers retarget
 instructors: $(STAMP)
 	$(BIN)/python -m tools.instructors_page
 
@@ -81,6 +81,14 @@ instructors: $(STAMP)
 student: $(STAMP)
 	rm -rf dist/student
 	$(BIN)/python -m tools.student_copies --output dist/student
+
+# The instructors' answer key, dist/answers/ (one Markdown file per chapter and an index): each
+# exercise's prompt, its solution with the outputs the notebook was committed with, and the
+# model answers and marking notes of the prose questions (tools/prose_answers.yml). For
+# instructors only: never in the student copies or on the site.
+answers: $(STAMP)
+	rm -rf dist/answers
+	$(BIN)/python -m tools.answers --output dist/answers
 
 # Grade a class's submitted notebooks with the course's checkers, each in a fresh process with
 # time and memory limits (tools/grade.py): make grade SUBMISSIONS=dir [HIDDEN=cases.py]
@@ -94,14 +102,21 @@ endif
 grade: $(STAMP)
 	$(BIN)/python -m tools.grade "$(SUBMISSIONS)" --out grades $(if $(HIDDEN),--hidden "$(HIDDEN)")
 
-# Point a fork at itself: make retarget REPO=https://github.com/<owner>/<name>
+# Point a fork at itself, and pin a term to a tag or branch (tools/retarget.py):
+#   make retarget REPO=https://github.com/<owner>/<name> [TAG=<tag> | BRANCH=<branch>]
 ifeq ($(filter retarget,$(MAKECMDGOALS)),retarget)
 ifndef REPO
 $(error make retarget needs the URL of your fork: make retarget REPO=https://github.com/<owner>/<name>)
 endif
+ifdef TAG
+ifdef BRANCH
+$(error make retarget pins one ref: TAG=<tag> or BRANCH=<branch>, not both)
+endif
+endif
 endif
 retarget: $(STAMP)
-	$(BIN)/python -m tools.retarget "$(REPO)"
+	$(BIN)/python -m tools.retarget "$(REPO)" $(if $(TAG),--tag "$(TAG)") \
+		$(if $(BRANCH),--branch "$(BRANCH)")
 
 serve:
 	@test -f _build/html/index.html || { echo "Nothing to serve: run 'make book' first."; exit 1; }

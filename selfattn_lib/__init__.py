@@ -33,6 +33,7 @@ Masks are boolean and ``True`` means "may attend", as in
 Importing this package never imports torch.
 """
 
+#: The version, defined only here: pyproject.toml reads it (CONTRIBUTING.md, "Releasing").
 __version__ = "0.1.0"
 
 #: The concept modules in teaching order: each may import only the ones before it.

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import re
 import warnings
 
 import pytest
@@ -14,14 +13,13 @@ from course import ROOT
 
 import selfattn_lib
 from selfattn_lib import exercises
+from tools.instructors_page import library_answers
 
 RIGHT_BUT_CALLS = "gives the right result, but it calls `selfattn_lib."
-ROW = re.compile(r"^\| `(\w+)\.(\w+)` \| `(check_\w+)` \| (\d+) \|$", re.MULTILINE)
 
 
 def listed() -> set[tuple[str, str]]:
-    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
-    return {(f"{module}.{name}", checker) for module, name, checker, _ in ROW.findall(text)}
+    return set(library_answers(ROOT))
 
 
 def right_answer_pairs() -> dict[tuple[str, str], str]:

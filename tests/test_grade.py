@@ -599,3 +599,19 @@ def test_make_grade_writes_to_an_ignored_folder():
 def test_student_copies_no_longer_grade():
     source = (ROOT / "tools" / "student_copies.py").read_text(encoding="utf-8")
     assert "--grade" not in source and "def grade(" not in source
+
+
+def test_the_instructors_pages_example_is_what_the_grader_writes(graded):
+    """The excerpts of summary.csv and grades.csv on the instructors' page ("The grading
+    workflow", written in tools/instructors_template.md) are lines that grading this folder
+    wrote, verbatim: the page shows real output without running the grader."""
+    out = graded[2]
+    page = (ROOT / "book" / "instructors.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```text\n(.*?)^```$", page, re.MULTILINE | re.DOTALL)
+    for columns, name in ((SUMMARY_COLUMNS, "summary.csv"), (GRADES_COLUMNS, "grades.csv")):
+        header = ",".join(columns)
+        (example,) = [block.splitlines() for block in blocks if block.startswith(f"{header}\n")]
+        written = (out / name).read_text(encoding="utf-8").splitlines()
+        assert len(example) > 2, f"the page shows a few lines of {name}"
+        stale = [line for line in example if line not in written]
+        assert stale == [], f"copy these lines of {name} anew into tools/instructors_template.md"

@@ -215,3 +215,74 @@ def test_prerequisites_are_the_notebooks_linked_in_the_order_named():
 def test_code_spans_survive_backticks():
     assert page.inline_code("plain") == "`plain`"
     assert page.inline_code("use `x` here") == "`` use `x` here ``"
+
+
+# --- A whole term and its graded labs ------------------------------------------------------
+
+
+def test_the_term_takes_every_chapter_once_a_week_in_reading_order(committed):
+    entries = page.load_entries()
+    numbered = [entry for entry in entries if entry.chapter.number is not None]
+    weeks, labs = page.term_plan(entries)
+    assert list(weeks) == [entry.stem for entry in numbered]
+    assert list(weeks.values()) == list(range(1, len(numbered) + 1))
+    assert max(weeks.values()) < page.TERM_WEEKS, "a last week for the appendix and a review"
+    plan = page.term(entries)
+    assert re.findall(r"^(\d+)\. Week (\d+):", plan, re.M) == [
+        (str(week), str(week)) for week in range(1, page.TERM_WEEKS + 1)
+    ]
+    for entry in numbered:
+        assert f"chapter {entry.chapter.number}, {{doc}}`{entry.doc}`." in plan
+    assert f"### A whole term ({page.TERM_WEEKS} weeks)" in committed and plan in committed
+
+
+def test_each_lab_is_handed_out_after_its_chapters_and_due_before_the_next(committed):
+    weeks, labs = page.term_plan(page.load_entries())
+    assert len(labs) == 4, "the template's heading says four"
+    assert "### Four graded labs" in committed
+    for lab, after in zip(labs, labs[1:] + [None], strict=True):
+        assert lab.handed_out == max(weeks[entry.stem] for entry in lab.chapters)
+        assert lab.due == lab.handed_out + 1 <= page.TERM_WEEKS
+        assert after is None or lab.due <= after.handed_out
+
+
+def test_the_labs_grade_every_checked_exercise_once_with_its_points(committed):
+    """Each lab's table lists the exercises of its chapters that have a checker, with their
+    :points: from the notebooks, and its total row adds them up; optional ones are bonus."""
+    graded = {
+        exercise.label: exercise
+        for path in published_notebooks()
+        for exercise in read_chapter(path).exercises
+        if exercise.checker
+    }
+    text = page.labs(page.load_entries())
+    assert text in committed
+    listed = []
+    blocks = re.split(r"^(?=\*\*Lab \d+ — )", text, flags=re.M)[1:]
+    assert len(blocks) == len(page.LABS)
+    for block in blocks:
+        row = r"^\| \d+ \| \{ref\}`(?:[^`<]*<)?([\w-]+)>?` \| [^|]+ \| (\d+)( \(bonus\))? \|$"
+        rows = re.findall(row, block, re.M)
+        points = [(graded[label], int(worth), bool(bonus)) for label, worth, bonus in rows]
+        for exercise, worth, bonus in points:
+            assert (worth, bonus) == (exercise.points, exercise.optional), exercise.label
+        required = sum(worth for _, worth, bonus in points if not bonus)
+        extra = sum(worth for _, worth, bonus in points if bonus)
+        total = f"| | **total** | | **{required}**" + (f" (+{extra} bonus)" if extra else "")
+        assert f"{total} |" in block
+        assert f"): {required} points" in block
+        listed += [exercise.label for exercise, _, _ in points]
+    assert sorted(listed) == sorted(graded) and len(set(listed)) == len(listed)
+
+
+def test_labs_must_hold_every_numbered_chapter_in_reading_order(monkeypatch):
+    entries = [entry(1), entry(2, (1,)), entry(3, (2,))]
+    monkeypatch.setattr(page, "LABS", (("01_topic",), ("02_topic", "03_topic")))
+    assert [lab.due for lab in page.term_plan(entries)[1]] == [2, 4]
+    for labs in [(("01_topic",), ("03_topic", "02_topic")), (("01_topic", "02_topic"),)]:
+        monkeypatch.setattr(page, "LABS", labs)
+        with pytest.raises(ValueError, match="every numbered chapter once"):
+            page.term_plan(entries)
+    monkeypatch.setattr(page, "TERM_WEEKS", 3)
+    with pytest.raises(ValueError, match="leave no week"):
+        page.term_plan(entries)

@@ -26,7 +26,7 @@ from course import (
     toc_parts,
 )
 
-from tools.repository import LEVELS, read_chapter
+from tools.repository import LEVELS, install_url, pinned_ref, read_chapter
 
 NOTEBOOKS = chapter_notebooks()
 APPENDIX = appendix_notebooks()
@@ -380,14 +380,16 @@ def test_appendix_quiz_hides_its_answers(pitfalls):
 # --- For every notebook --------------------------------------------------------------------
 
 
-def test_setup_cell_installs_the_library_only_in_colab(any_notebook, repository_url):
+def test_setup_cell_installs_the_library_only_in_colab(any_notebook, repository_url, config):
     _, nb = any_notebook
     setup = code_cells(nb)[0]
+    # From the configured repository, at the ref the course is pinned to (make retarget).
+    package = f"selfattn-lib @ {install_url(repository_url, pinned_ref(config))}"
     assert setup.source == (
         "# Setup: in Google Colab, install the course's helper library.\n"
         "import sys\n\n"
         'if "google.colab" in sys.modules:\n'
-        f'    %pip install --quiet "selfattn-lib @ git+{repository_url}"'
+        f'    %pip install --quiet "{package}"'
     )
     imports = code_cells(nb)[1].source
     assert "import numpy as np" in imports

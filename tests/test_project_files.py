@@ -1,5 +1,6 @@
-"""The files around the course: CITATION.cff, the GitHub workflows, and the `make` commands
-that the README, CONTRIBUTING.md and the book's pages tell people to run."""
+"""The files around the course: CITATION.cff, the version and CHANGELOG.md, the GitHub
+workflows, and the `make` commands that the README, CONTRIBUTING.md and the book's pages tell
+people to run."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import pytest
 import yaml
 from course import ROOT
 
-from tools.repository import repository_url
+import selfattn_lib
+from tools.repository import pinned_ref, plain_branch, repository_url
 
 WORKFLOWS = ROOT / ".github" / "workflows"
 CPU_TORCH = "https://download.pytorch.org/whl/cpu"
@@ -62,11 +64,62 @@ def test_citation_is_valid_cff_1_2_0(citation):
 
 def test_citation_matches_the_configuration_and_the_package(citation):
     assert citation["repository-code"] == repository_url()
-    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    version = re.search(r'^version = "([^"]+)"', pyproject, re.MULTILINE).group(1)
-    assert citation["version"] == version
+    assert citation["version"] == selfattn_lib.__version__
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     assert citation["title"] == config["title"]
+
+
+# --- Versions: selfattn_lib.__version__ is the one version (CONTRIBUTING.md, "Releasing") ----
+
+# Keep a Changelog's section headings: "## [Unreleased]", "## [1.2.0] - 2026-11-25".
+RELEASE = re.compile(r"^## \[(?P<version>[^\]]+)\](?: - (?P<date>\S+))?[ \t]*$", re.MULTILINE)
+SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$")
+
+
+def changelog_releases() -> list[tuple[str, str]]:
+    """(version, date) of every section of CHANGELOG.md, top first ("Unreleased" has none)."""
+    text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    return [(match["version"], match["date"] or "") for match in RELEASE.finditer(text)]
+
+
+def toml_table(text: str, name: str) -> str:
+    """The lines of the table ``[name]`` of a TOML file (tomllib needs Python 3.11)."""
+    match = re.search(rf"^\[{re.escape(name)}\]\n(.*?)(?=^\[|\Z)", text, re.M | re.S)
+    return match.group(1) if match else ""
+
+
+def test_the_version_is_defined_once_in_the_package():
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    project = toml_table(pyproject, "project")
+    assert not re.search(r"^version\s*=", project, re.M), "no second version"
+    assert re.search(r'^dynamic = \["version"\]$', project, re.M)
+    dynamic = toml_table(pyproject, "tool.setuptools.dynamic")
+    assert re.search(r'^version = \{ attr = "selfattn_lib\.__version__" \}$', dynamic, re.M)
+    assert SEMVER.match(selfattn_lib.__version__), selfattn_lib.__version__
+
+
+def test_the_version_is_the_latest_release_of_the_changelog(citation):
+    releases = changelog_releases()
+    assert releases and releases[0] == ("Unreleased", ""), "changes wait under [Unreleased]"
+    released = releases[1:]
+    assert released, "at least one release"
+    version, released_on = released[0]
+    assert version == selfattn_lib.__version__, "bump __version__ with the changelog"
+    assert (citation["version"], citation["date-released"]) == (version, released_on)
+    for version, released_on in released:
+        assert SEMVER.match(version), version
+        date.fromisoformat(released_on)  # YYYY-MM-DD
+    numbers = [tuple(int(part) for part in version.split(".")) for version, _ in released]
+    assert numbers == sorted(numbers, reverse=True) and len(set(numbers)) == len(numbers)
+    dates = [released_on for _, released_on in released]
+    assert dates == sorted(dates, reverse=True), "newest first"
+
+
+def test_contributing_says_how_to_release():
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    section = text[text.index("## Releasing") :]
+    for step in ("__version__", "CHANGELOG.md", "CITATION.cff", "git tag v", "git push origin"):
+        assert step in section, step
 
 
 def workflow(name: str) -> dict:
@@ -105,15 +158,34 @@ def test_the_book_workflow_builds_with_make_book_and_deploys_to_pages():
     assert steps(deploy)[0] == ["actions/deploy-pages"]
 
 
-def test_the_book_workflow_rebuilds_the_plain_edition_that_the_launch_links_open(config):
-    plain = workflow("book.yml")["jobs"]["plain"]
-    assert plain["if"] == "github.ref == 'refs/heads/main'"
+def test_the_book_workflow_rebuilds_the_plain_edition_of_each_ref(config):
+    """main's plain edition, and one for every tag (a release, or a term pinned with make
+    retarget TAG=…), each pinned to the ref it is built from and pushed to the branch that
+    its _config.yml then names (tools.repository.plain_branch)."""
+    book = workflow("book.yml")
+    assert book["on"]["push"]["tags"] == ["**"]
+    # A tag's run waits in a group of its own, so that no push to main cancels it.
+    assert (
+        book["concurrency"]["group"] == "${{ github.ref_type == 'tag' && github.ref || 'pages' }}"
+    )
+    plain = book["jobs"]["plain"]
+    assert plain["if"] == "github.ref_name != 'plain' && !startsWith(github.ref_name, 'plain-')"
     assert plain["permissions"] == {"contents": "write"}
     runs = "\n".join(steps(plain)[1])
-    assert "python -m tools.plain_edition --output ." in runs
+    in_order = [
+        'python -m tools.retarget "https://github.com/${GITHUB_REPOSITORY}"',
+        '"--${GITHUB_REF_TYPE}" "${GITHUB_REF_NAME}"',  # --branch main, --tag v1.2.0
+        "python -m tools.plain_edition --output .",
+        'print(load_config()["repository"]["branch"])',
+        'git switch --create "${branch}"',
+        'git push --force origin "${branch}"',
+    ]
+    positions = [runs.find(line) for line in in_order]
+    assert -1 not in positions and positions == sorted(positions), positions
     branch = config["repository"]["branch"]
     assert branch != "main", "the launch links open the plain edition, not the MyST source"
-    assert f"git switch --create {branch}" in runs and f"git push --force origin {branch}" in runs
+    assert branch == plain_branch(pinned_ref(config))
+    assert plain_branch("main") == "plain" and plain_branch("v1.2.0") == "plain-v1.2.0"
 
 
 def test_the_test_workflow_runs_ci_run_on_pull_requests():
@@ -182,7 +254,8 @@ def test_the_wheel_ships_every_module_of_the_package(tmp_path):
     build += ["--no-build-isolation", "--wheel-dir", str(wheels), str(source)]
     result = subprocess.run(build, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
-    (wheel,) = wheels.glob("selfattn_lib-*.whl")
+    # The version setuptools reads from selfattn_lib.__version__ (pyproject.toml's dynamic).
+    (wheel,) = wheels.glob(f"selfattn_lib-{selfattn_lib.__version__}-*.whl")
     shipped = {name for name in zipfile.ZipFile(wheel).namelist() if name.endswith(".py")}
     package = source / "selfattn_lib"
     modules = {path.relative_to(source).as_posix() for path in package.rglob("*.py")}

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
+from tools.answers import load_prose_answers
 from tools.repository import (
     LEVELS,
     ROOT,
@@ -42,6 +43,17 @@ SESSION_MINUTES = 90
 SESSIONS_PER_WEEK = 2
 # The one-lecture path: the chapters that make self-attention itself, taught in one session.
 ONE_LECTURE = ("03_self_attention_basics", "04_queries_keys_values")
+# A whole term: one numbered chapter a week, then the appendix and a review.
+TERM_WEEKS = 12
+# Its graded labs, placed by hand: consecutive chapters, every numbered chapter in one (a test
+# fails until a new chapter is). A lab is handed out in the week of its last chapter and is
+# due a week later.
+LABS = (
+    ("01_dot_product_similarity", "02_softmax", "03_self_attention_basics"),
+    ("04_queries_keys_values", "05_scaling", "06_masks"),
+    ("07_multi_head_attention", "08_positional_encoding", "09_encoder_block"),
+    ("10_decoder_and_cross_attention", "11_attention_at_scale"),
+)
 # Colours of the parts in the diagram: selfattn_lib.plotting.OKABE_ITO (colour-blind safe).
 PART_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9")
 PLACEHOLDER = re.compile(r"\{\{ *(\w+) *\}\}")
@@ -550,6 +562,131 @@ def modules(entries: Sequence[Entry]) -> str:
     return "\n\n".join(blocks)
 
 
+def graded(exercises: Iterable[Exercise]) -> tuple[list[Exercise], list[Exercise]]:
+    """The exercises that ``make grade`` grades (those with a checker): required, optional."""
+    checked = [exercise for exercise in exercises if exercise.checker]
+    return [e for e in checked if not e.optional], [e for e in checked if e.optional]
+
+
+def points_phrase(exercises: Iterable[Exercise]) -> str:
+    """ "4 exercises for 6 points", and the optional ones' bonus points."""
+    required, optional = graded(exercises)
+    phrase = f"{len(required)} exercises for {sum(e.points for e in required)} points"
+    if optional:
+        bonus = sum(e.points for e in optional)
+        phrase += f", plus {len(optional)} optional for {bonus} bonus point{'s' * (bonus != 1)}"
+    return phrase
+
+
+def in_minutes(span: tuple[int, int] | None) -> str:
+    return f"{format_minutes(span)} minutes"
+
+
+@dataclass
+class Lab:
+    """A graded lab of the term: its chapters, the week it is handed out and the week due."""
+
+    number: int
+    chapters: list[Entry]
+    handed_out: int
+    due: int
+
+    @property
+    def exercises(self) -> list[Exercise]:
+        return [exercise for entry in self.chapters for exercise in entry.chapter.exercises]
+
+
+def term_plan(entries: Sequence[Entry]) -> tuple[dict[str, int], list[Lab]]:
+    """The week of each numbered chapter (one a week, in reading order), and the labs of
+    :data:`LABS`, which must hold every numbered chapter once, in reading order."""
+    numbered = [entry for entry in entries if entry.chapter.number is not None]
+    if len(numbered) >= TERM_WEEKS:
+        raise ValueError(f"{len(numbered)} chapters, one a week, leave no week of a "
+                         f"{TERM_WEEKS}-week term for the appendix and a review")  # fmt: skip
+    if [stem for lab in LABS for stem in lab] != [entry.stem for entry in numbered]:
+        raise ValueError(
+            "LABS must hold every numbered chapter once, in reading order: "
+            f"{[entry.stem for entry in numbered]}"
+        )
+    week = {entry.stem: index for index, entry in enumerate(numbered, start=1)}
+    by_stem = {entry.stem: entry for entry in numbered}
+    labs = [
+        Lab(number, [by_stem[stem] for stem in lab], week[lab[-1]], week[lab[-1]] + 1)
+        for number, lab in enumerate(LABS, start=1)
+    ]
+    return week, labs
+
+
+def term(entries: Sequence[Entry]) -> str:
+    week_of, labs = term_plan(entries)
+    events: dict[int, list[str]] = {}
+    for lab in labs:
+        events.setdefault(lab.handed_out, []).append(
+            f"Lab {lab.number} ({chapters_phrase(lab.chapters)}) handed out."
+        )
+        events.setdefault(lab.due, []).append(f"Lab {lab.number} due.")
+
+    def item(week: int, text: str) -> str:
+        return f"{week}. Week {week}: {text}" + "".join(f" {e}" for e in events.get(week, []))
+
+    numbered = [entry for entry in entries if entry.stem in week_of]
+    lines = [
+        item(
+            week_of[entry.stem],
+            f"chapter {entry.chapter.number}, {{doc}}`{entry.doc}`. "
+            f"{in_minutes(entry.minutes('cells'))} in class; in the lab session "
+            f"({in_minutes(entry.minutes('exercises'))}), "
+            f"{points_phrase(entry.chapter.exercises)}.",
+        )
+        for entry in numbered
+    ]
+    lines += [
+        item(week, "catching up, or a small project built on the course.")
+        for week in range(len(numbered) + 1, TERM_WEEKS)
+    ]
+    appendix = "".join(
+        f"the appendix, {{doc}}`{entry.doc}` (its quiz in class), and "
+        for entry in entries
+        if entry.stem not in week_of
+    )
+    lines.append(item(TERM_WEEKS, f"{appendix}a review of the term."))
+    in_class = total_minutes(entry.minutes("cells") for entry in numbered)
+    at_home = total_minutes(entry.minutes("exercises") for entry in numbered)
+    exercises = [exercise for lab in labs for exercise in lab.exercises]
+    lines += [
+        "",
+        f"In all: {in_minutes(in_class)} of chapters in class and {in_minutes(at_home)} of "
+        f"exercises; the {len(labs)} labs grade {points_phrase(exercises)}.",
+    ]
+    return "\n".join(lines)
+
+
+def labs(entries: Sequence[Entry]) -> str:
+    blocks = []
+    for lab in term_plan(entries)[1]:
+        required, optional = graded(lab.exercises)
+        points, bonus = sum(e.points for e in required), sum(e.points for e in optional)
+        at_home = total_minutes(entry.minutes("exercises") for entry in lab.chapters)
+        rows = [
+            f"**Lab {lab.number} — {chapters_phrase(lab.chapters)}** (handed out in week "
+            f"{lab.handed_out}, due in week {lab.due}; about {in_minutes(at_home)} of "
+            f"exercises): {points} points" + (f", and {bonus} bonus points." if bonus else "."),
+            "",
+            "| ch. | exercise | difficulty | points |",
+            "|---|---|---|---|",
+        ]
+        for entry in lab.chapters:
+            for exercise in entry.chapter.exercises:
+                if exercise.checker:
+                    level = (exercise.level or "—") + (" (optional)" * exercise.optional)
+                    worth = f"{exercise.points}" + (" (bonus)" * exercise.optional)
+                    rows.append(f"| {entry.short} | {exercise_ref(exercise)} | {level} | {worth} |")
+        total = f"**{points}**" + (f" (+{bonus} bonus)" if bonus else "")
+        rows.append(f"| | **total** | | {total} |")
+        blocks.append("\n".join(rows))
+    return "\n\n".join(blocks)
+
+
 def self_study(entries: Sequence[Entry]) -> str:
     """The whole course; notebooks whose time is not stated in minutes (the appendix, whose
     time is per item) are named after the total, not counted in it."""
@@ -605,6 +742,56 @@ def feedback_examples() -> str:
     return "\n".join(lines)
 
 
+def prose_questions(entries: Sequence[Entry]) -> str:
+    """The questions in prose of the exercises' prompts, chapter by chapter, with their marking
+    notes (tools/prose_answers.yml). Not their model answers: this page is public, and those
+    are for the answer key alone (``make answers``, tools/answers.py)."""
+    prose = load_prose_answers()
+    blocks = []
+    for entry in entries:
+        asked = [(e, prose[e.label]) for e in entry.chapter.exercises if e.label in prose]
+        if not asked:
+            continue
+        lines = [f"**{entry.name[0].upper()}{entry.name[1:]} — {entry.chapter.title}**", ""]
+        for exercise, question in asked:
+            lines.append(
+                f"- {exercise_ref(exercise)}, 0–{question.full_marks} marks: “{question.question}”"
+            )
+            lines += [f"  - **{mark}**: {note}" for mark, note in question.marks.items()]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+# A row of CONTRIBUTING.md's table "Library functions that answer exercises":
+# | `module.function` | `check_name` | chapter |   (tests/test_contributing.py keeps it true)
+LIBRARY_ANSWER_ROW = re.compile(r"^\| `(\w+)\.(\w+)` \| `(check_\w+)` \| (\d+) \|$", re.MULTILINE)
+
+
+def library_answers(root: Path = ROOT) -> list[tuple[str, str]]:
+    """(``module.function``, checker) for every library function that answers an exercise, as
+    CONTRIBUTING.md lists them."""
+    text = (root / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    return [
+        (f"{module}.{name}", checker)
+        for module, name, checker, _ in LIBRARY_ANSWER_ROW.findall(text)
+    ]
+
+
+def library_answers_table(entries: Sequence[Entry], root: Path = ROOT) -> str:
+    """The library functions that answer exercises, with the exercise each one answers."""
+    by_checker = {
+        exercise.checker: (entry, exercise)
+        for entry in entries
+        for exercise in entry.chapter.exercises
+        if exercise.checker
+    }
+    lines = ["| library function | answers | chapter |", "|---|---|---|"]
+    for function, checker in library_answers(root):
+        entry, exercise = by_checker[checker]
+        lines.append(f"| `selfattn_lib.{function}` | {exercise_ref(exercise)} | {entry.short} |")
+    return "\n".join(lines)
+
+
 def render(root: Path = ROOT) -> str:
     entries = load_entries(root)
     config = load_config(root)
@@ -618,6 +805,11 @@ def render(root: Path = ROOT) -> str:
         "one_lecture": one_lecture(entries),
         "modules": modules(entries),
         "self_study": self_study(entries),
+        "term": term(entries),
+        "term_weeks": str(TERM_WEEKS),
+        "labs": labs(entries),
+        "prose_questions": prose_questions(entries),
+        "library_answers": library_answers_table(entries, root),
         "session_minutes": str(SESSION_MINUTES),
     }
     template = (root / TEMPLATE.relative_to(ROOT)).read_text(encoding="utf-8")

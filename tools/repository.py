@@ -37,6 +37,44 @@ def repository_url(root: Path = ROOT) -> str:
     return load_config(root)["repository"]["url"].rstrip("/")
 
 
+# The ref the course is pinned to is written once, in _config.yml's repository.branch: the
+# branch of the plain edition built from it (.github/workflows/book.yml builds one per ref).
+# "plain" is main's (the install cells install the default branch); "plain-<ref>" is the
+# plain edition of the tag or branch <ref>, and the install cells install <ref>.
+DEFAULT_REF = "main"
+PLAIN = "plain"
+
+
+def plain_branch(ref: str) -> str:
+    """The branch of the plain edition built from ``ref``.
+
+    >>> plain_branch("main"), plain_branch("v1.2.0")
+    ('plain', 'plain-v1.2.0')
+    """
+    return PLAIN if ref == DEFAULT_REF else f"{PLAIN}-{ref}"
+
+
+def pinned_ref(config: dict) -> str:
+    """The tag or branch the course is pinned to (``"main"``: not pinned), read from the plain
+    edition's branch in ``_config.yml``."""
+    branch = config["repository"].get("branch", "")
+    if branch == PLAIN:
+        return DEFAULT_REF
+    if branch.startswith(f"{PLAIN}-") and len(branch) > len(PLAIN) + 1:
+        return branch.removeprefix(f"{PLAIN}-")
+    raise ValueError(
+        f"_config.yml's repository.branch must be {PLAIN} or {PLAIN}-<ref>, got {branch!r}"
+    )
+
+
+def install_url(url: str, ref: str = DEFAULT_REF) -> str:
+    """What each notebook's Colab install cell installs from the repository ``url``:
+    ``git+<url>``, or ``git+<url>@<ref>`` when the course is pinned to a tag or branch
+    (the ``pip install "selfattn-lib @ git+…"`` that tests/test_notebooks.py checks)."""
+    url = f"git+{url.rstrip('/')}"
+    return url if ref == DEFAULT_REF else f"{url}@{ref}"
+
+
 def site_url(root: Path = ROOT) -> str:
     """The published site, ``https://<owner>.github.io/<name>/``: GitHub Pages of the course
     repository (.github/workflows/book.yml publishes it there)."""
