@@ -11,9 +11,10 @@ import nbformat
 import pytest
 
 from tools.plain_edition import plain_edition
-from tools.repository import published_notebooks, read_chapter, read_notebook
+from tools.repository import chapter_notebooks, published_notebooks, read_chapter, read_notebook
 from tools.student_copies import (
     NOTE_ID,
+    SOLUTIONS_PARAGRAPH,
     SolutionMarkupError,
     checker_results,
     execute,
@@ -88,6 +89,20 @@ def test_a_copy_drops_the_solutions_and_keeps_everything_else(path):
     checked = [exercise for exercise in read_chapter(path).exercises if exercise.checker]
     assert len(stubs) >= len(checked), "every exercise keeps its stub"
     nbformat.validate(copy)
+    # Nothing points the learner to solutions that are not there.
+    text = "\n".join(cell.source for cell in copy.cells if cell.cell_type == "markdown")
+    assert not re.search(r"(?i)scroll past|solution cells|runs the solutions", text)
+
+
+@pytest.mark.parametrize("path", chapter_notebooks(), ids=by_name)
+def test_every_chapter_says_where_its_solutions_are_in_the_words_a_copy_drops(path):
+    paragraphs = [
+        paragraph.strip()
+        for cell in read_notebook(path).cells
+        if cell.cell_type == "markdown"
+        for paragraph in re.split(r"\n\s*\n", cell.source)
+    ]
+    assert paragraphs.count(SOLUTIONS_PARAGRAPH) == 1
 
 
 @pytest.mark.parametrize("path", WITH_EXERCISES, ids=by_name)

@@ -7,7 +7,8 @@ figures, each exercise with its stub and its checker — and loses
 - every solution: the markdown cells from ```` ```{solution-start} ```` to
   ```` ```{solution-end} ```` inclusive, every code cell tagged ``solution`` (with their
   outputs), and every ```` ```{solution} ```` block inside a markdown cell (the answers of
-  the appendix's quiz);
+  the appendix's quiz), and the paragraph of each "Exercises" section that says where the
+  solutions are (:data:`SOLUTIONS_PARAGRAPH`);
 - the *Open in Colab* / *Launch Binder* links of the opening cell, which open the course's own
   notebook, solutions included.
 
@@ -49,9 +50,16 @@ RUN_IT_LINK = re.compile(r"\]\(https://(colab\.research\.google\.com|mybinder\.o
 NOTE_ID = "student-copy-note"
 NOTE = """\
 > **Student copy.** This notebook has no worked solutions: after each exercise comes the
-> next one, so where the text speaks of solution cells, there are none here, and *Run All*
-> runs only your own code. Replace each `raise NotImplementedError` with your code and run the
-> cell: its checker answers ✔ (correct), ✘ (not yet, with the reason) or ○ (not attempted)."""
+> next one, and *Run All* runs only your own code. Replace each `raise NotImplementedError`
+> with your code and run the cell: its checker answers ✔ (correct), ✘ (not yet, with the
+> reason) or ○ (not attempted)."""
+# The paragraph of every chapter's "Exercises" section that tells where the solutions are
+# (tests/test_student_copies.py checks that each chapter has it word for word). A copy has
+# none, so it drops the paragraph.
+SOLUTIONS_PARAGRAPH = """\
+On the website each solution is hidden until you click it. In a notebook (Colab, Binder or
+your own computer) the solution cells follow each checker: scroll past them to try first, and
+run the cells one at a time — *Run All* also runs the solutions, which redefine your function."""
 # What a checker's Feedback shows, by its first character (see selfattn_lib.exercises).
 STATUS = {"✔": "correct", "✘": "not yet", "○": "not attempted"}
 
@@ -81,13 +89,19 @@ def strip_solutions(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
             continue
         cell = copy.deepcopy(cell)
         if cell.cell_type == "markdown":
-            cell.source = SOLUTION_BLOCK.sub("", cell.source).rstrip()
+            source = SOLUTION_BLOCK.sub("", cell.source).rstrip()
+            cell.source = _without_paragraph(source, SOLUTIONS_PARAGRAPH)
         kept.append(cell)
     if inside:
         raise SolutionMarkupError("a solution-start has no solution-end")
     stripped = copy.deepcopy(nb)
     stripped.cells = kept
     return stripped
+
+
+def _without_paragraph(source: str, paragraph: str) -> str:
+    paragraphs = re.split(r"\n\s*\n", source)
+    return "\n\n".join(p for p in paragraphs if p.strip() != paragraph)
 
 
 def _without_run_it_links(source: str) -> str:
