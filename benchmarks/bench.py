@@ -62,7 +62,8 @@ def measure_notebooks() -> list[dict]:
     for path in published_notebooks():
         print(f"executing {path.name} …", flush=True)
         result = subprocess.run(
-            [sys.executable, __file__, "--execute-one", str(path)],
+            [sys.executable, "-m", "benchmarks.bench", "--execute-one", str(path)],
+            cwd=ROOT,
             capture_output=True,
             text=True,
             check=False,
