@@ -180,8 +180,14 @@ def _call_watched(
     install(hook)
     try:
         call_quietly(function, *args)
+        still_watched = installed() is hook
     finally:
         install(previous)
+    if not still_watched:
+        raise Mistake(
+            "your function changed the Python tracer or profiler (sys.settrace, "
+            "sys.setprofile), through which the checker watches how it works: leave them alone"
+        )
 
 
 def require_no_python_loop(

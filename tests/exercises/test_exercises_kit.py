@@ -204,3 +204,19 @@ def test_require_own_code_names_the_calls_and_the_rule():
 def test_multiplications_with_counts_the_products_with_one_argument(product, expected):
     x, w = np.ones((5, 4)), np.ones((4, 3))
     assert kit.multiplications_with(product, (x, w), index=1, depth=4) == expected
+
+
+def test_switching_off_the_checkers_watch_is_a_mistake():
+    import sys
+
+    from selfattn_lib.softmax import softmax
+
+    def unwatched(z):
+        sys.setprofile(None)
+        sys.settrace(None)
+        return softmax(z)
+
+    with pytest.raises(kit.Mistake, match="changed the Python tracer or profiler"):
+        kit.library_calls(unwatched, (np.ones(3),), kit.COURSE_LIBRARY)
+    with pytest.raises(kit.Mistake, match="changed the Python tracer or profiler"):
+        kit.python_lines(unwatched, np.ones(3))
