@@ -91,8 +91,8 @@ answers: $(STAMP)
 	$(BIN)/python -m tools.answers --output dist/answers
 
 # Grade a class's submitted notebooks with the course's checkers, each in a fresh process with
-# time and memory limits (tools/grade.py): make grade SUBMISSIONS=dir [HIDDEN=cases.py]
-# writes grades/grades.csv (one row per exercise) and grades/summary.csv (one per student).
+# time and memory limits (tools/grade.py): make grade SUBMISSIONS=dir [HIDDEN=cases.py] [OUT=dir]
+# writes grades/grades.csv (one row per exercise) and grades/summary.csv (one per notebook).
 ifeq ($(filter grade,$(MAKECMDGOALS)),grade)
 ifndef SUBMISSIONS
 $(error make grade needs the folder of submitted notebooks: make grade SUBMISSIONS=<dir>)
@@ -100,7 +100,8 @@ endif
 endif
 .PHONY: grade
 grade: $(STAMP)
-	$(BIN)/python -m tools.grade "$(SUBMISSIONS)" --out grades $(if $(HIDDEN),--hidden "$(HIDDEN)")
+	$(BIN)/python -m tools.grade "$(SUBMISSIONS)" --out "$(or $(OUT),grades)" \
+		$(if $(HIDDEN),--hidden "$(HIDDEN)")
 
 # Point a fork at itself, and pin a term to a tag or branch (tools/retarget.py):
 #   make retarget REPO=https://github.com/<owner>/<name> [TAG=<tag> | BRANCH=<branch>]

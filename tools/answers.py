@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import copy
 import re
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,7 @@ from pathlib import Path
 import nbformat
 import yaml
 
+import selfattn_lib
 from tools.plain_edition import DIRECTIVE, plain_edition
 from tools.repository import (
     ROOT,
@@ -277,11 +279,29 @@ def chapter_markdown(chapter: Chapter, keys: list[ExerciseKey], source: str) -> 
     return "\n".join(lines) + "\n" + "\n".join(exercise_markdown(key) for key in keys)
 
 
+def commit_phrase() -> str:
+    """``" from commit 1a2b3c4"``, or nothing outside a git checkout."""
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+    return f" from commit {commit}"
+
+
 def index_markdown(chapters: list[tuple[Chapter, list[ExerciseKey], str]]) -> str:
     lines = [
         "# Answer key",
         "",
         "*For instructors: do not hand these files to learners, and do not publish them.*",
+        "",
+        f"Written for `selfattn-lib` {selfattn_lib.__version__}{commit_phrase()}: write it "
+        "again (`make answers`) after changing a chapter or `tools/prose_answers.yml`.",
         "",
         "For every exercise: its prompt, the solution with the outputs the notebook was "
         "committed with and, where the prompt also asks a question in prose, a model answer "

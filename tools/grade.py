@@ -59,9 +59,10 @@ Output
 ------
 ``OUT/grades.csv`` has one row per exercise (columns ``student, chapter, exercise, status,
 points, max_points, message``; the message is never shortened) and ``OUT/summary.csv`` one per
-student (``student, chapter, points, max_points, flags``). An exercise is worth the
+submitted file (``student, chapter, points, max_points, flags``). An exercise is worth the
 ``:points:`` option of its directive (tools.repository.parse_exercise), else 1, and scores
-its points only when ``correct``.
+its points only when ``correct``. An optional exercise's points are a bonus: its row has
+``max_points`` 0, so a summary's points can exceed its maximum.
 The statuses:
 
 - ``correct``, ``not yet`` (the checker's message says what is wrong), ``not attempted`` (the
@@ -80,7 +81,9 @@ The statuses:
 The flags: ``solution-cells`` (cells tagged ``solution``, or a function definition identical
 to one of the course's solutions), ``course-notebook`` (its code cells are the course
 notebook's), ``tampered-checker`` (code that reassigns a checker or something of
-``selfattn_lib``, or a ``tampered`` exercise).
+``selfattn_lib``, or a ``tampered`` exercise), ``needs-review`` (a row whose status is not a
+checker's verdict: timeout, crashed, error, syntax error, not run, missing, extra, failed
+hidden case, not a notebook, …: read its message before trusting the points).
 
 The grader runs learners' code: the limits guard against mistakes and naive cheating, not
 against an attacker. Run it in a container or a throwaway VM.

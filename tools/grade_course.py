@@ -230,6 +230,7 @@ class CourseExercise:
     title: str
     number: str  # "2.1": the plain edition's number
     points: float
+    optional: bool  # its points are a bonus, not part of the chapter's maximum
     checker: str  # its checker in selfattn_lib.exercises ("" when the stub calls none)
     function: str  # the name its stub cell hands to the checker
 
@@ -360,6 +361,7 @@ def load_chapter(path: Path) -> Chapter:
                 title=exercise.title,
                 number=f"{chapter.number}.{len(chapter.exercises) + 1}",
                 points=exercise.points,
+                optional=exercise.optional,
                 checker=checker,
                 function=function,
             )

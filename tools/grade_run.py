@@ -44,6 +44,8 @@ from tools.grade_course import (
 )
 from tools.grade_worker import (
     CORRECT,
+    NOT_ATTEMPTED,
+    NOT_YET,
     SYNTAX_ERROR,
     TAMPERED,
     keep_definitions,
@@ -62,6 +64,11 @@ EXTRA = "extra"
 NOT_A_NOTEBOOK = "not a notebook"
 UNKNOWN_CHAPTER = "unknown chapter"
 GRADER_ERROR = "grader error"
+
+# The flag of a submission with a row that a person should read: any status but the
+# checker's own verdicts (and tampering, which has its own flag).
+NEEDS_REVIEW = "needs-review"
+VERDICTS = frozenset({CORRECT, NOT_YET, NOT_ATTEMPTED, TAMPERED})
 
 
 # --- Running the exercises ----------------------------------------------------------------
@@ -282,7 +289,8 @@ class Graded:
 
 
 def _whole(student: str, status: str, message: str, chapter: str = "") -> Graded:
-    return Graded(student, chapter, [Row(student, chapter, "", status, 0, 0, message)])
+    row = Row(student, chapter, "", status, 0, 0, message)
+    return Graded(student, chapter, [row], {NEEDS_REVIEW})
 
 
 def _hint_for_name_error(message: str, stub: Cell, analysis: Analysis) -> str:
@@ -316,21 +324,24 @@ def worker_job(
 ) -> dict[str, Any]:
     """The job of a grading process (format: tools/grade_worker.py) for the exercises of
     ``found`` that have a stub cell."""
-    exercises, needed = [], set()
+    exercises, needed, earlier = [], set(), []
     for match in found:
         source = python_source(match.stub.source)
         tree = parse_source(source)
         needed |= global_names(ast.unparse(keep_definitions(tree)))
         functions = [match.exercise.function, match.function]
+        cell = {"source": source, "filename": f"<cell {match.stub.number}>"}
         exercises.append(
             {
                 "label": match.exercise.label,
                 "checker": match.exercise.checker,
                 "functions": [name for name in dict.fromkeys(functions) if name],
-                "source": source,
-                "filename": f"<cell {match.stub.number}>",
+                **cell,
+                # A function written for an earlier exercise may be used again.
+                "earlier": list(earlier),
             }
         )
+        earlier.append(cell)
     return {
         "setup": chapter.setup,
         "context": context_statements(chapter, needed),
@@ -388,7 +399,9 @@ def _grade(
 
     def row(exercise: CourseExercise, status: str, message: str) -> Row:
         points = exercise.points if status == CORRECT else 0
-        return Row(student, chapter.stem, exercise.label, status, points, exercise.points, message)
+        # An optional exercise's points are a bonus: on top of the chapter's maximum.
+        most = 0 if exercise.optional else exercise.points
+        return Row(student, chapter.stem, exercise.label, status, points, most, message)
 
     for match in found:
         exercise = match.exercise
@@ -452,4 +465,6 @@ def _grade(
         rows[match.exercise.label] = row(match.exercise, status, message)
     ordered = [rows[exercise.label] for exercise in chapter.exercises]
     ordered += [Row(student, chapter.stem, "", EXTRA, 0, 0, message) for message in extras]
+    if any(row.status not in VERDICTS for row in ordered):
+        analysis.flags.add(NEEDS_REVIEW)
     return Graded(student, chapter.stem, ordered, analysis.flags)

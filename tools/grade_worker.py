@@ -18,7 +18,8 @@ in an empty working directory::
       "exercises": [
         {"label": "ex-ch1-cosine", "checker": "check_cosine_similarity",
          "functions": ["cosine_similarity_stacked"],  # names to hand to the checker, in order
-         "source": "<python source of the learner's cell>", "filename": "<cell 55>"},
+         "source": "<python source of the learner's cell>", "filename": "<cell 55>",
+         "earlier": [{"source": …, "filename": …}, ...]},  # the exercise cells before it
         ...
       ]
     }
@@ -36,8 +37,10 @@ Events go, one JSON object per line, to the standard output it started with:
 - ``{"event": "start", "label": …}`` before each exercise, and
   ``{"event": "result", "label": …, "status": …, "message": …}`` after it.
 
-For each exercise only the function and class definitions and the imports of the learner's
-cell run (:func:`keep_definitions`), in a copy of the chapter's namespace, and the checker is
+For each exercise only the function and class definitions, the imports and the names bound to
+literals of the learner's cell run (:func:`keep_definitions`), after those of the learner's
+earlier exercise cells (a function written for one exercise may serve the next), in a copy of
+the chapter's namespace, and the checker is
 the one :mod:`selfattn_lib.exercises` held before any learner code ran. If the learner's code
 changed the checkers, their kit, NumPy's functions or the builtins while it ran, the exercise
 is reported as ``tampered`` and the process ends: the grader starts a new one for the rest.
@@ -80,18 +83,42 @@ DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, 
 WATCHED_MODULES = ("builtins", "math", "numpy", "numpy.linalg")
 
 
+def _is_literal(node: ast.AST) -> bool:
+    """A constant written out: ``1e-12``, ``-3``, ``"pad"``, ``(1, 2)``, ``[0.5, 2 ** 10]``."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.UnaryOp):
+        return _is_literal(node.operand)
+    if isinstance(node, ast.BinOp):
+        return _is_literal(node.left) and _is_literal(node.right)
+    if isinstance(node, ast.Tuple | ast.List):
+        return all(_is_literal(element) for element in node.elts)
+    return False
+
+
+def _is_constant_assignment(node: ast.AST) -> bool:
+    """``EPSILON = 1e-12``: names bound to literals, which cost nothing to run."""
+    return (
+        isinstance(node, ast.Assign)
+        and all(isinstance(target, ast.Name) for target in node.targets)
+        and _is_literal(node.value)
+    )
+
+
 def keep_definitions(tree: ast.Module) -> ast.Module:
-    """``tree`` with only its top-level function and class definitions and imports.
+    """``tree`` with only its top-level function and class definitions, imports and names
+    bound to literals (``EPSILON = 1e-12``).
 
     Examples
     --------
-    >>> tree = ast.parse("import numpy as np\\nx = 1\\ndef f():\\n    return x\\nf()")
+    >>> tree = ast.parse("import numpy as np\\nx = 1\\ny = np.ones(3)\\ndef f(): return x\\nf()")
     >>> [type(node).__name__ for node in keep_definitions(tree).body]
-    ['Import', 'FunctionDef']
+    ['Import', 'Assign', 'FunctionDef']
     """
-    return ast.Module(
-        body=[node for node in tree.body if isinstance(node, DEFINITIONS)], type_ignores=[]
-    )
+    kept = [
+        node for node in tree.body if isinstance(node, DEFINITIONS) or _is_constant_assignment(node)
+    ]
+    return ast.Module(body=kept, type_ignores=[])
 
 
 def limit_resources(memory_mb: int, output_mb: int, cpu_seconds: int) -> None:
@@ -195,6 +222,18 @@ def run_hidden_cases(function: Any, cases: list[Callable[[Any], Any]]) -> str | 
     return None
 
 
+def define_earlier(cells: list[dict[str, str]], namespace: dict[str, Any]) -> None:
+    """Run the definitions of the learner's earlier exercise cells in ``namespace``, so that
+    an exercise may use a function written for an earlier one (a cell that fails to parse or
+    to run is skipped here: its own exercise reports it)."""
+    for cell in cells:
+        try:
+            code = compile(keep_definitions(ast.parse(cell["source"])), cell["filename"], "exec")
+            exec(code, namespace)  # noqa: S102
+        except BaseException:  # noqa: BLE001, S110 - reported by the cell's own exercise
+            continue
+
+
 def grade_exercise(
     exercise: dict[str, Any],
     namespace: dict[str, Any],
@@ -210,6 +249,7 @@ def grade_exercise(
     except SyntaxError as error:
         return SYNTAX_ERROR, f"{error.msg} (line {error.lineno} of {filename.strip('<>')})"
     learner = dict(namespace)  # a fresh copy: one exercise cannot rebind another's names
+    define_earlier(exercise.get("earlier", []), learner)
     try:
         code = compile(keep_definitions(tree), filename, "exec")
     except SyntaxError as error:  # found only by the compiler, e.g. a misplaced nonlocal

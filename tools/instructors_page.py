@@ -25,6 +25,7 @@ from html import escape
 from pathlib import Path
 
 from tools.answers import load_prose_answers
+from tools.grade_run import Limits
 from tools.repository import (
     LEVELS,
     ROOT,
@@ -464,7 +465,11 @@ def chapter_sections(entries: Sequence[Entry], config: dict) -> str:
                 "",
                 f"**Points.** {required} for the chapter"
                 + (f", and {bonus} more for the optional exercise" if bonus else "")
-                + " (each exercise's `:points:`, which `make grade` counts).",
+                + (
+                    " (each exercise's `:points:`, which `make grade` counts)."
+                    if entry.chapter.number is not None
+                    else " (one a question, marked by hand: `make grade` grades the chapters)."
+                ),
             ]
             lines.append("")
         sections.append("\n".join(lines).rstrip())
@@ -634,9 +639,9 @@ def term(entries: Sequence[Entry]) -> str:
         item(
             week_of[entry.stem],
             f"chapter {entry.chapter.number}, {{doc}}`{entry.doc}`. "
-            f"{in_minutes(entry.minutes('cells'))} in class; in the lab session "
-            f"({in_minutes(entry.minutes('exercises'))}), "
-            f"{points_phrase(entry.chapter.exercises)}.",
+            f"{in_minutes(entry.minutes('cells'))} of cells in class; in the lab session, "
+            f"{points_phrase(entry.chapter.exercises)} (about "
+            f"{in_minutes(entry.minutes('exercises'))} of exercises).",
         )
         for entry in numbered
     ]
@@ -792,6 +797,12 @@ def library_answers_table(entries: Sequence[Entry], root: Path = ROOT) -> str:
     return "\n".join(lines)
 
 
+def grade_limits() -> str:
+    """The grader's default limits, as ``make grade`` applies them."""
+    limits = Limits()
+    return f"{limits.timeout:g} s, {limits.notebook_timeout:g} s and {limits.memory_mb} MB"
+
+
 def render(root: Path = ROOT) -> str:
     entries = load_entries(root)
     config = load_config(root)
@@ -810,6 +821,7 @@ def render(root: Path = ROOT) -> str:
         "labs": labs(entries),
         "prose_questions": prose_questions(entries),
         "library_answers": library_answers_table(entries, root),
+        "grade_limits": grade_limits(),
         "session_minutes": str(SESSION_MINUTES),
     }
     template = (root / TEMPLATE.relative_to(ROOT)).read_text(encoding="utf-8")
