@@ -43,7 +43,11 @@ class MultiHeadAttention(nn.Module):
 
     The projections are ``nn.Linear`` layers ``w_q``, ``w_k``, ``w_v`` and ``w_o`` of shape
     ``D → D``; the heads are slices of ``D_h = D / H`` features of the projected vectors.
-    Weights start Xavier-uniform and biases at zero, as in ``nn.MultiheadAttention``.
+    Each weight starts Xavier-uniform as its own ``D × D`` matrix (standard deviation
+    ``√(1/D)``), and biases at zero. ``nn.MultiheadAttention`` starts differently: it draws
+    ``W_Q``, ``W_K`` and ``W_V`` Xavier-uniform as one ``3D × D`` matrix (``√2`` times smaller)
+    and ``W_O`` as a plain ``nn.Linear`` (``√3`` times smaller). Given the same weights, the
+    two compute the same outputs (tests/test_layers.py).
     Dropout (training only) acts on the attention weights, as in PyTorch.
 
     Shapes
