@@ -34,7 +34,7 @@ import nbformat
 import yaml
 
 import selfattn_lib
-from tools.plain_edition import DIRECTIVE, plain_edition
+from tools.plain_edition import DIRECTIVE, EXERCISE_HEADING, plain_edition
 from tools.repository import (
     ROOT,
     Chapter,
@@ -49,8 +49,6 @@ from tools.student_copies import has_exercises, strip_solutions
 PROSE_ANSWERS = ROOT / "tools" / "prose_answers.yml"
 OUTPUT = ROOT / "dist" / "answers"
 INDEX = "index.md"
-# The heading the plain edition gives an exercise: "### Exercise 2.1 (easy, 1 point): Title".
-PLAIN_HEADING = re.compile(r"^### (?P<heading>Exercise .+)$", re.MULTILINE)
 SOLUTION_MARKERS = {"solution-start", "solution-end"}
 WIDGET = "application/vnd.jupyter.widget-view+json"
 
@@ -181,7 +179,7 @@ def exercise_keys(
     for role, cell, plain_cell in zip(roles, split.cells, plain.cells, strict=True):
         if role == "exercise":
             label = parse_exercise(cell.source).label
-            heading = PLAIN_HEADING.search(plain_cell.source)
+            heading = EXERCISE_HEADING.search(plain_cell.source)
             prompt = plain_cell.source[: heading.start()] + plain_cell.source[heading.end() :]
             keys.append(
                 ExerciseKey(

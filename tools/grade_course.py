@@ -19,20 +19,17 @@ from typing import Any
 import nbformat
 from IPython.core.inputtransformer2 import TransformerManager
 
+from tools.plain_edition import EXERCISE_HEADING
 from tools.repository import ROOT, chapter_notebooks, parse_exercise, read_notebook
+from tools.student_copies import SOLUTION_TAG
 
 SOLUTION_CELLS = "solution-cells"
 COURSE_NOTEBOOK = "course-notebook"
 TAMPERED_CHECKER = "tampered-checker"
 
 MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024
-SOLUTION_TAG = "solution"
 SOLUTION_START = re.compile(r"^```\{solution-start\}|^#{1,6} Solution to Exercise", re.MULTILINE)
 SECTION = re.compile(r"^#{1,2} ")
-# The plain edition's exercise heading: "### Exercise 2.1 (easy): Title" (tools/plain_edition.py).
-PLAIN_EXERCISE = re.compile(
-    r"^#{2,4} Exercise (?P<number>\d+\.\d+)(?: \([^)]*\))?: (?P<title>.+?)[ \t]*$", re.MULTILINE
-)
 CHECKER_CALL = re.compile(r"\b(check_\w+)\s*\(")
 # Cell magics whose body is plain Python that runs as it is.
 TRANSPARENT_CELL_MAGICS = re.compile(r"\A\s*%%(time|timeit|capture)\b[^\n]*\n")
@@ -432,7 +429,7 @@ def prompt_label(cell: Cell, chapter: Chapter | None = None) -> str:
     exercise = parse_exercise(cell.source)
     if exercise:
         return exercise.label or f"?{exercise.title}"
-    heading = PLAIN_EXERCISE.search(cell.source)
+    heading = EXERCISE_HEADING.search(cell.source)
     if not heading:
         return ""
     known = chapter.exercises if chapter else []

@@ -23,7 +23,6 @@ from typing import Any
 
 from tools.grade_course import (
     CHECKER_CALL,
-    SOLUTION_TAG,
     TAMPERED_CHECKER,
     Analysis,
     Cell,
@@ -50,6 +49,7 @@ from tools.grade_worker import (
     TAMPERED,
     keep_definitions,
 )
+from tools.student_copies import SOLUTION_TAG
 
 WORKER = Path(__file__).resolve().with_name("grade_worker.py")
 

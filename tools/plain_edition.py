@@ -53,6 +53,15 @@ ROLE = re.compile(r"\{(?P<name>cite|doc|ref)\}`(?P<body>[^`]+)`")
 EXPLICIT = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$", re.DOTALL)
 TARGET = re.compile(r"^\((?P<label>[A-Za-z0-9_:.-]+)\)=[ \t]*\n", re.MULTILINE)
 HEADING = re.compile(r"^#{1,6} +(?P<title>.+?)[ \t]*$", re.MULTILINE)
+# The heading this edition gives an exercise (PlainEdition.directive), as its readers find it
+# again (the grader, the answer key): "### Exercise 2.1 (easy, 1 point): Title", or
+# "### Exercise 3 (1 point): Title" in the appendix. A learner may change or drop the
+# parenthesis.
+EXERCISE_HEADING = re.compile(
+    r"^#{2,4} (?P<heading>Exercise (?P<number>\d+(?:\.\d+)?)(?: \([^)]*\))?: "
+    r"(?P<title>.+?))[ \t]*$",
+    re.MULTILINE,
+)
 # A directive: its opening fence, name, argument, options (:key: value lines) and body.
 DIRECTIVE = re.compile(
     r"^(?P<fence>`{3,}|:{3,})\{(?P<name>exercise|solution|solution-start|solution-end|admonition)\}"

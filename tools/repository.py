@@ -121,15 +121,6 @@ def all_notebooks(root: Path = ROOT) -> list[Path]:
     return chapter_notebooks(root) + appendix_notebooks(root)
 
 
-def part_of(path: Path, root: Path = ROOT) -> str:
-    """The caption of the ``_toc.yml`` part that publishes ``path``."""
-    file = path.relative_to(root).with_suffix("").as_posix()
-    for part in load_toc(root)["parts"]:
-        if any(chapter["file"] == file for chapter in part["chapters"]):
-            return part.get("caption", "")
-    raise ValueError(f"{file} is not in _toc.yml")
-
-
 def read_notebook(path: Path) -> nbformat.NotebookNode:
     return nbformat.read(path, as_version=4)
 
