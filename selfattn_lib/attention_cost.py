@@ -69,3 +69,36 @@ def attention_flops(t_q: int, t_k: int, d_k: int, d_v: int) -> int:
     sizes = {"t_q": t_q, "t_k": t_k, "d_k": d_k, "d_v": d_v}
     t_q, t_k, d_k, d_v = (check_positive_int(name, value) for name, value in sizes.items())
     return 2 * t_q * t_k * d_k + 2 * t_q * t_k * d_v
+
+
+def tile_working_bytes(
+    block_q: int, block_k: int, d_k: int, d_v: int, bytes_per_number: int
+) -> dict[str, int]:
+    """The memory one step of blocked attention (online softmax) works in, part by part.
+
+    One step holds a block of ``block_q`` queries, a block of ``block_k`` keys and values,
+    their ``block_q × block_k`` tile of scores, the running maximum and sum of each query
+    (``2 · block_q`` numbers) and the accumulator ``block_q × d_v``. None of it depends on
+    the sequence length: that is why the blocks fit in a processor's small, fast memory.
+
+    Shapes
+    ------
+    Integers only: the query block ``(block_q, d_k)``, the key block ``(block_k, d_k)``, the
+    value block ``(block_k, d_v)``; ``bytes_per_number`` as in :func:`score_matrix_bytes`.
+
+    Examples
+    --------
+    >>> parts = tile_working_bytes(64, 64, 64, 64, 4)
+    >>> parts["tile of scores"], parts["running max and sum"], sum(parts.values())
+    (16384, 512, 82432)
+    """
+    sizes = {"block_q": block_q, "block_k": block_k, "d_k": d_k, "d_v": d_v}
+    block_q, block_k, d_k, d_v = (check_positive_int(name, value) for name, value in sizes.items())
+    size = check_positive_int("bytes_per_number", bytes_per_number)
+    return {
+        "block of queries": block_q * d_k * size,
+        "block of keys and values": block_k * (d_k + d_v) * size,
+        "tile of scores": block_q * block_k * size,
+        "running max and sum": 2 * block_q * size,
+        "accumulator": block_q * d_v * size,
+    }

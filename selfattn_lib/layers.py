@@ -14,8 +14,9 @@ Layer norm placement. The paper puts it *after* each residual addition ("post-no
 ``x = LayerNorm(x + Sublayer(x))``. Most later models put it *before* the sublayer
 ("pre-norm"): ``x = x + Sublayer(LayerNorm(x))``, plus one final layer norm after the stack.
 The residual path then runs from input to output untouched by any norm; at initialisation
-the gradients of the last layers are smaller and better behaved than with post-norm, and
-training is stable without a learning-rate warm-up (Xiong et al., 2020; chapter 9 measures it).
+the last layer's gradients shrink with depth instead of staying large as in post-norm
+(Xiong et al., 2020; chapter 9 measures them), though pre-norm models are still usually
+trained with a learning-rate warm-up.
 ``norm_first=False`` (the default) is the paper's post-norm,
 ``norm_first=True`` is pre-norm, with the same meaning as in ``torch.nn.TransformerEncoderLayer``.
 

@@ -13,7 +13,8 @@ sequence), then every character the dates use.
 
 Dates from 1 January 1900 to 31 December 2099 are split once and for all into a training
 part and a held-out part (:func:`is_held_out`: every tenth day), so a held-out date is never
-seen in training, in any format.
+seen in training, in any format. ``make_dataset(..., years=(2100, 2199))`` draws its days from
+other years instead: years that a model trained on the calendar range has never seen.
 
 NumPy and the standard library only; importing this module never imports torch.
 """
@@ -322,13 +323,16 @@ def make_dataset(
     split: str = "train",
     formats: Sequence[str] = DATE_FORMATS,
     vocabulary: Vocabulary | None = None,
+    years: tuple[int, int] | None = None,
 ) -> DateDataset:
     """``n`` random examples of the date task from one part of the calendar split.
 
     Each example draws a day uniformly between :data:`FIRST_DATE` and :data:`LAST_DATE`
     among the days of ``split`` (``"train"`` or ``"held_out"``, see :func:`is_held_out`)
     and one of ``formats`` uniformly; the target is the ISO form ``yyyy-mm-dd``. The same
-    ``rng`` state gives the same examples.
+    ``rng`` state gives the same examples. ``years = (first, last)`` draws the days from 1
+    January of ``first`` to 31 December of ``last`` instead (four-digit years, 1000 … 9999),
+    e.g. years outside the calendar range, which training never sees.
 
     Shapes
     ------
@@ -341,6 +345,8 @@ def make_dataset(
     ('15 Feb 2070', '2070-02-15')
     >>> VOCABULARY.decode(data.tgt_ids[0])
     '2070-02-15'
+    >>> make_dataset(1, np.random.default_rng(0), years=(2100, 2199)).dates[0].year
+    2185
     """
     n = check_positive_int("n", n)
     if not isinstance(rng, np.random.Generator):
@@ -354,8 +360,22 @@ def make_dataset(
     if not formats or any(date_format not in DATE_FORMATS for date_format in formats):
         raise ValueError(f"formats must be a non-empty selection of {DATE_FORMATS}, got {formats}")
     vocabulary = VOCABULARY if vocabulary is None else vocabulary
+    first_date, last_date = FIRST_DATE, LAST_DATE
+    if years is not None:
+        valid = (
+            isinstance(years, tuple)
+            and len(years) == 2
+            and all(isinstance(y, int) and not isinstance(y, bool) for y in years)
+            and 1000 <= years[0] <= years[1] <= 9999
+        )
+        if not valid:
+            raise ValueError(
+                f"years must be a pair (first, last) of four-digit years, first <= last, "
+                f"got {years!r}"
+            )
+        first_date, last_date = datetime.date(years[0], 1, 1), datetime.date(years[1], 12, 31)
 
-    first, last = FIRST_DATE.toordinal(), LAST_DATE.toordinal()
+    first, last = first_date.toordinal(), last_date.toordinal()
     ordinals = np.arange(first, last + 1)  # every day of the calendar range
     in_split = (ordinals % 10 == 0) == (split == "held_out")
     chosen = rng.choice(ordinals[in_split], size=n)  # (n,)

@@ -11,7 +11,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import PROPERTY_SETTINGS
 
-from selfattn_lib.attention_cost import attention_flops, longest_sequence, score_matrix_bytes
+from selfattn_lib.attention_cost import (
+    attention_flops,
+    longest_sequence,
+    score_matrix_bytes,
+    tile_working_bytes,
+)
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
@@ -58,8 +63,31 @@ def test_attention_flops_equal_pytorchs_count():
         (lambda: longest_sequence("1 GB", 1, 1, 4), TypeError),
         (lambda: attention_flops(1, 1, 0, 1), ValueError),
         (lambda: attention_flops(1, 1, 1, None), TypeError),
+        (lambda: tile_working_bytes(0, 1, 1, 1, 4), ValueError),
+        (lambda: tile_working_bytes(1, 1, 1, 1, 2.5), TypeError),
     ],
 )
 def test_bad_input_is_refused(call, error):
     with pytest.raises(error):
         call()
+
+
+def test_tile_working_bytes_are_the_bytes_of_the_arrays_of_one_step():
+    block_q, block_k, d_k, d_v = 5, 7, 3, 2
+    arrays = {
+        "block of queries": np.zeros((block_q, d_k)),
+        "block of keys and values": np.zeros((block_k, d_k + d_v)),
+        "tile of scores": np.zeros((block_q, block_k)),
+        "running max and sum": np.zeros((2, block_q)),
+        "accumulator": np.zeros((block_q, d_v)),
+    }
+    parts = tile_working_bytes(block_q, block_k, d_k, d_v, 8)
+    assert parts == {name: array.nbytes for name, array in arrays.items()}
+
+
+def test_tile_working_bytes_do_not_grow_with_the_sequence():
+    # The direct computation's score matrix grows with T²; one step of the blocked one holds
+    # the same bytes whatever T is, and far fewer than the matrix at a long T.
+    parts = tile_working_bytes(64, 64, 64, 64, 4)
+    assert sum(parts.values()) == 82432
+    assert score_matrix_bytes(1, 1, 4096, 4096, 4) / parts["tile of scores"] == 4096

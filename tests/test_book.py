@@ -127,3 +127,32 @@ def test_term_references_name_glossary_entries():
         text = re.sub(r"``.*?``", "", text)  # a role shown as code is not a reference
         for term in TERM_REF.findall(text):
             assert term.lower() in terms, f"{page.name}: {{term}}`{term}` is not in the glossary"
+
+
+# {doc}`../notebooks/<chapter>` and what follows it up to the next link: the sections it names.
+CHAPTER_LINK = re.compile(r"\{doc\}`\.\./notebooks/([^`]+)`((?:[^{]|\{(?!doc|ref))*)")
+ITALIC = re.compile(r"(?<![*\w])\*([^*]+)\*(?!\*)")
+
+
+def headings(notebook: str) -> set[str]:
+    """The headings of a chapter, without their "#" marks, backticks and "Going deeper: "."""
+    found = set()
+    for cell in read_notebook(ROOT / "notebooks" / f"{notebook}.ipynb").cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if match := re.match(r"^#{1,6} (.+)$", line):
+                    found.add(
+                        match.group(1).strip().replace("`", "").removeprefix("Going deeper: ")
+                    )
+    return found
+
+
+def test_the_glossary_names_sections_that_exist():
+    """Each entry names the section that teaches it, in italics after the chapter's link."""
+    stale = [
+        (notebook, section)
+        for notebook, after in CHAPTER_LINK.findall(GLOSSARY.read_text(encoding="utf-8"))
+        for section in (" ".join(found.split()) for found in ITALIC.findall(after))
+        if section.replace("`", "") not in headings(notebook)
+    ]
+    assert not stale, f"sections the glossary names but the chapters no longer have: {stale}"

@@ -110,6 +110,16 @@ CASES: dict[str, Case] = {
         {"max_len": "4"},
         {"d_model": 3},
     ),
+    "positional.rope_angles": (
+        lambda: {"positions": [0, 1, 2], "d_model": 4},
+        {"d_model": "4"},
+        {"d_model": 3},
+    ),
+    "positional.apply_rope": (
+        lambda: {"x": X, "positions": [0, 1, 2]},
+        {"x": "x"},
+        {"positions": [0, 1]},
+    ),
     "encoder.layer_norm": (
         lambda: {"x": X, "gain": np.ones(4), "bias": np.zeros(4)},
         {"eps": "1"},
@@ -307,6 +317,11 @@ CASES: dict[str, Case] = {
         lambda: {"memory_bytes": 10**6, "batch": 1, "heads": 1, "bytes_per_number": 4},
         {"memory_bytes": "1 MB"},
         {"memory_bytes": -1},
+    ),
+    "attention_cost.tile_working_bytes": (
+        lambda: {"block_q": 2, "block_k": 2, "d_k": 4, "d_v": 4, "bytes_per_number": 4},
+        {"block_k": 2.5},
+        {"d_v": 0},
     ),
     "attention_cost.attention_flops": (
         lambda: {"t_q": 2, "t_k": 2, "d_k": 4, "d_v": 4},

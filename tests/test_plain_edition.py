@@ -22,8 +22,10 @@ from tools.plain_edition import (
     bibliography,
     collapse_blank_lines,
     exercises_of,
+    glossary,
     main,
     plain_edition,
+    term_anchor,
 )
 from tools.repository import (
     ROOT,
@@ -115,6 +117,7 @@ def converter() -> Converter:
         titles={"notebooks/06_masks": "Masks", "book/glossary": "Glossary"},
         citations={"a": "Vaswani et al., 2017", "b": "Bridle, 1990"},
         exercises={"ex-1": Exercise("ex-1", "2.1", "Predict", "easy", False)},
+        terms={"kv cache": "term-KV-cache", "softmax": "term-softmax"},
     )
 
 
@@ -133,7 +136,11 @@ def test_roles_become_links_to_the_site():
     assert convert("{cite}`a,b`") == (
         "[[Vaswani et al., 2017; Bridle, 1990]](https://o.github.io/r/book/bibliography.html)"
     )
-    for unknown in ("{ref}`nowhere`", "{doc}`nowhere`", "{cite}`nobody`"):
+    assert convert("a {term}`KV Cache`, {term}`the normalised exponentials <softmax>`") == (
+        "a [KV Cache](https://o.github.io/r/book/glossary.html#term-KV-cache), "
+        "[the normalised exponentials](https://o.github.io/r/book/glossary.html#term-softmax)"
+    )
+    for unknown in ("{ref}`nowhere`", "{doc}`nowhere`", "{cite}`nobody`", "{term}`nothing`"):
         with pytest.raises(UnknownReference):
             convert(unknown)
 
@@ -196,6 +203,17 @@ def test_exercises_are_numbered_by_chapter_and_keep_their_difficulty():
     assert found["ex-b"].tag == "hard, optional, 3 points"
     assert found["ex-a"].tag == "easy, 1 point"  # no :points: option: worth 1
     assert exercises_of(nb, Path("notebooks/pitfalls.ipynb"))["ex-a"].number == "1"
+
+
+def test_glossary_terms_and_their_synonyms_get_sphinx_s_anchors():
+    terms = glossary()
+    assert terms["arg max"] == "term-arg-max"
+    assert terms["adam"] == "term-Adam"
+    # A synonym is a term of its own on the same entry.
+    assert terms["attention weight"] == "term-attention-weight"
+    assert terms["weight"] == "term-weight"
+    assert term_anchor("W_O") == "term-W_O"
+    assert term_anchor("log–log plot") == "term-loglog-plot"
 
 
 def test_citations_read_as_the_book_shows_them(tmp_path):

@@ -1,4 +1,5 @@
-"""Tests of selfattn_lib.positional: the sinusoidal encoding's values and properties."""
+"""Tests of selfattn_lib.positional: the sinusoidal encoding's values and properties, and
+rotary position embeddings (RoPE) in both layouts."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import PROPERTY_SETTINGS
 
-from selfattn_lib.positional import sinusoidal_encoding
+from selfattn_lib.positional import ROPE_LAYOUTS, apply_rope, rope_angles, sinusoidal_encoding
 
 pytestmark = pytest.mark.filterwarnings("error")
 
@@ -95,3 +96,123 @@ def test_base_must_be_finite_and_positive(base):
 def test_base_must_be_a_number():
     with pytest.raises(TypeError, match="base must be a positive real number, got '10000'"):
         sinusoidal_encoding(4, 4, base="10000")
+
+
+# Rotary position embeddings (RoPE).
+
+
+def rope_by_complex_numbers(x, positions, layout, base=10000.0):
+    """RoPE as complex multiplication: pair i is the complex number a + ib, turned by
+    e^(i pos ω_i) (the formulation of Meta's LLaMA code, for the interleaved layout)."""
+    d_model = x.shape[-1]
+    half = d_model // 2
+    if layout == "interleaved":
+        pairs = x[..., 0::2] + 1j * x[..., 1::2]
+    else:
+        pairs = x[..., :half] + 1j * x[..., half:]
+    omegas = base ** (-np.arange(0, d_model, 2) / d_model)  # (D / 2,)
+    turned = pairs * np.exp(1j * np.asarray(positions, dtype=float)[:, None] * omegas)
+    out = np.empty(x.shape)
+    if layout == "interleaved":
+        out[..., 0::2], out[..., 1::2] = turned.real, turned.imag
+    else:
+        out[..., :half], out[..., half:] = turned.real, turned.imag
+    return out
+
+
+def test_rope_hand_checked_values_in_both_layouts():
+    x = np.array([[1.0, 2.0, 3.0, 4.0]])  # (T, D) = (1, 4)
+    c, s = math.cos(5.0), math.sin(5.0)
+    c2, s2 = math.cos(5.0 / 100), math.sin(5.0 / 100)  # ω_1 = 10000^(-2/4) = 1/100
+    np.testing.assert_allclose(
+        apply_rope(x, [5]),
+        [[1 * c - 2 * s, 1 * s + 2 * c, 3 * c2 - 4 * s2, 3 * s2 + 4 * c2]],
+    )
+    np.testing.assert_allclose(
+        apply_rope(x, [5], layout="half"),
+        [[1 * c - 3 * s, 2 * c2 - 4 * s2, 1 * s + 3 * c, 2 * s2 + 4 * c2]],
+    )
+    np.testing.assert_array_equal(apply_rope(x, [0]), x)  # position 0 is not rotated
+    np.testing.assert_allclose(rope_angles([0, 3], 4), [[0, 0], [3, 0.03]])
+
+
+@pytest.mark.parametrize("layout", ROPE_LAYOUTS)
+@pytest.mark.parametrize("base", [10000.0, 500.0])
+def test_rope_agrees_with_complex_multiplication(layout, base):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(2, 3, 7, 16))  # (B, H, T, D)
+    positions = np.array([0, 1, 2, 5, 40, 1000, 2.5])
+    np.testing.assert_allclose(
+        apply_rope(x, positions, layout=layout, base=base),
+        rope_by_complex_numbers(x, positions, layout, base),
+        atol=1e-12,
+    )
+
+
+def test_rope_matches_the_rotate_half_formulation():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(6, 8))  # (T, D)
+    positions = np.arange(6)
+    angles = np.concatenate([rope_angles(positions, 8)] * 2, axis=-1)  # (T, D): cat(θ, θ)
+    rotate_half = np.concatenate([-x[:, 4:], x[:, :4]], axis=-1)
+    np.testing.assert_allclose(
+        apply_rope(x, positions, layout="half"),
+        x * np.cos(angles) + rotate_half * np.sin(angles),
+        atol=1e-12,
+    )
+
+
+@PROPERTY_SETTINGS
+@given(
+    d_model=even_sizes,
+    m=st.integers(0, 2000),
+    n=st.integers(0, 2000),
+    shift=st.integers(-500, 500),
+    seed=st.integers(0, 2**16),
+)
+def test_rope_keeps_lengths_scores_depend_on_the_offset_and_layouts_differ_by_a_permutation(
+    d_model, m, n, shift, seed
+):
+    rng = np.random.default_rng(seed)
+    q, k = rng.normal(size=(2, 1, d_model))  # (T, D) each, T = 1
+    for layout in ROPE_LAYOUTS:
+        q_m = apply_rope(q, [m], layout=layout)
+        np.testing.assert_allclose(np.linalg.norm(q_m), np.linalg.norm(q))
+        score = (q_m @ apply_rope(k, [n], layout=layout).T).item()
+        shifted = (  # both positions moved by the same shift (negative ones are fine too)
+            apply_rope(q, [m + shift], layout=layout) @ apply_rope(k, [n + shift], layout=layout).T
+        ).item()
+        assert shifted == pytest.approx(score, abs=1e-9 * d_model)
+    order = np.r_[0:d_model:2, 1:d_model:2]  # interleaved pairs → first and second halves
+    np.testing.assert_allclose(
+        apply_rope(q[:, order], [m], layout="half"), apply_rope(q, [m])[:, order], atol=1e-12
+    )
+
+
+def test_rope_keeps_float32():
+    x = np.ones((2, 4), dtype=np.float32)
+    assert apply_rope(x, [0, 1]).dtype == np.float32
+    assert apply_rope(np.ones((2, 4), dtype=int), [0, 1]).dtype == np.float64
+
+
+@pytest.mark.parametrize(
+    ("x", "positions", "kwargs", "error", "message"),
+    [
+        (np.ones((3, 5)), [0, 1, 2], {}, ValueError, r"must be even .*shape \(3, 5\)"),
+        (np.ones(4), [0], {}, ValueError, r"x must have shape \(\.\.\., T, D\)"),
+        (np.ones((3, 4)), [0, 1], {}, ValueError, r"one position per row of x.*T = 3"),
+        (np.ones((3, 4)), [[0, 1, 2]], {}, ValueError, r"positions must have shape \(T,\)"),
+        (np.ones((2, 4)), [0, np.nan], {}, ValueError, "positions must not contain NaN"),
+        (np.ones((2, 4)), [0, 1], {"layout": "split"}, ValueError, "layout must be one of"),
+        (np.ones((2, 4)), [0, 1], {"base": -1.0}, ValueError, "base must be a finite positive"),
+        (np.ones((2, 4)) * 1j, [0, 1], {}, TypeError, "x must be real"),
+    ],
+)
+def test_rope_rejects_bad_input(x, positions, kwargs, error, message):
+    with pytest.raises(error, match=message):
+        apply_rope(x, positions, **kwargs)
+
+
+def test_rope_angles_need_an_even_dimension():
+    with pytest.raises(ValueError, match="d_model must be even"):
+        rope_angles([0, 1], 3)

@@ -26,6 +26,7 @@ from bs4 import BeautifulSoup
 from conftest import BROWSER_SKIP_REASON
 from course import COLUMN_PX, ROOT, toc_files
 
+from tools.plain_edition import glossary
 from tools.stats import SCREENS, screens
 
 HTML = ROOT / "_build" / "html"
@@ -277,9 +278,7 @@ def test_search_finds_the_chapter_named_after_the_word_first_with_snippets_from_
         assert ".ipynb .pdf" not in result["snippet"] and "Contents" not in result["snippet"]
 
 
-PART_ONE = [
-    page for page in CHAPTERS if Path(page).name[:2] in {"01", "02", "03", "04", "05", "06"}
-]
+NUMBERED_CHAPTERS = [page for page in CHAPTERS if Path(page).name[:2].isdigit()]
 GOING_DEEPER = """
 return [...document.querySelectorAll("section.going-deeper")].map(section => {
   const part = section.querySelector(":scope > details.going-deeper");
@@ -291,12 +290,12 @@ return [...document.querySelectorAll("section.going-deeper")].map(section => {
 """
 
 
-@pytest.mark.parametrize("page", PART_ONE)
-def test_part_one_is_at_most_its_budget_of_screens_with_going_deeper_parts_folded(
+@pytest.mark.parametrize("page", NUMBERED_CHAPTERS)
+def test_a_chapter_is_at_most_its_budget_of_screens_with_going_deeper_parts_folded(
     browser, server, page
 ):
     """A "Going deeper" part shows its heading and an optional-part summary; its content is
-    folded. With those parts closed, a chapter of Part I is at most SCREENS laptop screens."""
+    folded. With those parts closed, a chapter is at most SCREENS laptop screens."""
     open_page(browser, server, page, "laptop")
     for part in browser.execute_script(GOING_DEEPER):
         title = re.sub(r"^[\d.]+\s+", "", part["heading"]).rstrip("#")  # "1.3.1. … #"
@@ -304,6 +303,27 @@ def test_part_one_is_at_most_its_budget_of_screens_with_going_deeper_parts_folde
         assert part["folded"] and part["hidden"], part["heading"]
     length = screens(browser, f"{server}/{page}")
     assert length <= SCREENS, f"{page}: {length:.1f} laptop screens (budget {SCREENS})"
+
+
+APPENDIX_CONTENTS = """
+const lists = [...document.querySelectorAll("main ul")].filter(
+  list => list.querySelectorAll('a[href*="#pitfall-"]').length >= 30);
+if (!lists.length) return null;
+const box = lists[0].getBoundingClientRect();
+return {height: box.height, window: innerHeight,
+        links: lists[0].querySelectorAll('a[href*="#pitfall-"]').length,
+        entries: document.querySelectorAll('main [id^="pitfall-"]').length};
+"""
+
+
+def test_the_appendix_contents_fit_one_laptop_screen(browser, server):
+    """The appendix opens with a list of every entry, by chapter, that a reader scans in
+    one screen."""
+    open_page(browser, server, "notebooks/pitfalls.html", "laptop")
+    contents = browser.execute_script(APPENDIX_CONTENTS)
+    assert contents, "the appendix opens with a contents list of its entries"
+    assert contents["links"] == contents["entries"], contents  # every entry, once
+    assert contents["height"] <= contents["window"], contents
 
 
 SOLUTION_CLICK = """
@@ -346,6 +366,12 @@ IMPACTS = ("critical", "serious", "moderate", "minor")
 # are fixed there. Moderate and minor ones are reported (see the table) but do not fail.
 KNOWN_EXCEPTIONS: dict[tuple[str, str], str] = {}
 REPORT = ROOT / "_build" / "accessibility.txt"
+
+
+def test_the_plain_edition_links_glossary_terms_to_the_site_s_anchors(site):
+    ids = {tag["id"] for tag in soup(site, "book/glossary.html").select("[id^=term-]")}
+    missing = sorted(set(glossary().values()) - ids)
+    assert not missing, f"anchors the plain edition links to but the site lacks: {missing}"
 
 
 def built_pages(site: Path) -> list[str]:

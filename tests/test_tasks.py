@@ -110,6 +110,19 @@ def test_formats_can_be_restricted():
     assert all("," in source for source in data.sources)
 
 
+def test_years_outside_the_calendar_range_can_be_drawn():
+    data = tasks.make_dataset(300, np.random.default_rng(5), split="held_out", years=(2100, 2199))
+    assert {date.year for date in data.dates} <= set(range(2100, 2200))
+    assert all(tasks.is_held_out(date) for date in data.dates)
+    assert all(
+        tasks.parse_date(source).isoformat() == target
+        for source, target in zip(data.sources, data.targets, strict=True)
+    )
+    default = tasks.make_dataset(20, np.random.default_rng(5))
+    same = tasks.make_dataset(20, np.random.default_rng(5), years=(1900, 2099))
+    assert default.sources == same.sources  # the calendar range is the default
+
+
 @pytest.mark.parametrize(
     ("kwargs", "error", "message"),
     [
@@ -119,6 +132,9 @@ def test_formats_can_be_restricted():
         ({"split": "test"}, ValueError, "split must be one of"),
         ({"formats": ["yyyy-MM-dd"]}, ValueError, "formats must be a non-empty selection"),
         ({"formats": []}, ValueError, "formats must be a non-empty selection"),
+        ({"years": (2199, 2100)}, ValueError, "years must be a pair"),
+        ({"years": (99, 2100)}, ValueError, "years must be a pair"),
+        ({"years": [2100, 2199]}, ValueError, "years must be a pair"),
     ],
 )
 def test_make_dataset_rejects_bad_arguments(kwargs, error, message):

@@ -1,15 +1,16 @@
 """The plain edition of a chapter: the same notebook in the Markdown that plain Jupyter,
 JupyterLab and Google Colab render, without the MyST that only the book understands.
 
-The book's notebooks use three MyST roles (``{cite}``, ``{doc}``, ``{ref}``), label targets
-``(label)=`` and the directives of sphinx-exercise (```` ```{exercise} ````,
+The book's notebooks use four MyST roles (``{cite}``, ``{doc}``, ``{ref}``, ``{term}``),
+label targets ``(label)=`` and the directives of sphinx-exercise (```` ```{exercise} ````,
 ```` ```{solution-start} ```` … ```` ```{solution-end} ```` and ```` ```{solution} ````).
 Plain Jupyter shows them as literal text and code blocks: an exercise loses its title and
 difficulty, and its maths shows raw. The plain edition
 
 - turns each ``{ref}`` and ``{doc}`` into a link to the published site's page and anchor (a
-  relative link to another notebook does nothing in Colab), and each ``{cite}`` into
-  "[Author, year]" linked to the site's bibliography;
+  relative link to another notebook does nothing in Colab), each ``{term}`` into a link to
+  its entry of the site's glossary, and each ``{cite}`` into "[Author, year]" linked to the
+  site's bibliography;
 - drops the label targets;
 - makes each exercise a heading, ``### Exercise 2.1 (easy, 1 point): Title``, followed by its
   text, and keeps its label, number, title, difficulty and points in the cell's metadata
@@ -31,7 +32,8 @@ import argparse
 import copy
 import functools
 import re
-from dataclasses import dataclass
+import unicodedata
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
@@ -49,7 +51,7 @@ from tools.repository import (
 from tools.stats import GOING_DEEPER
 
 # A role: {name}`text <target>` or {name}`target`.
-ROLE = re.compile(r"\{(?P<name>cite|doc|ref)\}`(?P<body>[^`]+)`")
+ROLE = re.compile(r"\{(?P<name>cite|doc|ref|term)\}`(?P<body>[^`]+)`")
 EXPLICIT = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$", re.DOTALL)
 TARGET = re.compile(r"^\((?P<label>[A-Za-z0-9_:.-]+)\)=[ \t]*\n", re.MULTILINE)
 HEADING = re.compile(r"^#{1,6} +(?P<title>.+?)[ \t]*$", re.MULTILINE)
@@ -73,6 +75,7 @@ LABEL = re.compile(r"^[ \t]*:label:[ \t]*(\S+)", re.MULTILINE)
 FENCED_CODE = re.compile(r"^(`{3,}|~{3,})[^\n]*\n.*?^\1[ \t]*$", re.MULTILINE | re.DOTALL)
 OPTION = re.compile(r"^[ \t]*:(?P<key>[\w-]+):[ \t]*(?P<value>.*?)[ \t]*$", re.MULTILINE)
 BIB_ENTRY = re.compile(r"^@\w+\{(?P<key>[^,\s]+),(?P<fields>.*?)^\}", re.MULTILINE | re.DOTALL)
+GLOSSARY_BLOCK = re.compile(r"^```\{glossary\}\n(?P<body>.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 BIB_FIELD = r"^\s*{name}\s*=\s*\{{(?P<value>(?:[^{{}}]|\{{[^{{}}]*\}})*)\}}"
 
 
@@ -80,7 +83,7 @@ GOING_DEEPER_NOTE = "*Optional: skipping this part loses no thread of the chapte
 
 
 class UnknownReference(ValueError):
-    """A ``{ref}``, ``{doc}`` or ``{cite}`` whose target the course does not have."""
+    """A ``{ref}``, ``{doc}``, ``{term}`` or ``{cite}`` whose target the course does not have."""
 
 
 @dataclass(frozen=True)
@@ -196,6 +199,31 @@ def bibliography(root: Path = ROOT) -> dict[str, str]:
     return labels
 
 
+def term_anchor(term: str) -> str:
+    """The anchor Sphinx gives a glossary term (its ``make_id``): ``"term-"`` and the term
+    without its non-ASCII characters (accents dropped, a dash gone), every run of other
+    characters than letters, digits, ``.`` and ``_`` made one hyphen: ``"KV cache"`` →
+    ``"term-KV-cache"``, ``"log–log plot"`` → ``"term-loglog-plot"``."""
+    ascii_only = unicodedata.normalize("NFKD", term).encode("ascii", "ignore").decode("ascii")
+    return "term-" + re.sub(r"[^a-zA-Z0-9._]+", "-", " ".join(ascii_only.split())).strip("-")
+
+
+def glossary(root: Path = ROOT) -> dict[str, str]:
+    """The anchor of every term of ``book/glossary.md``, by the term in lower case (a
+    ``{term}`` role matches its term whatever the case). A synonym (a second term line of
+    an entry) has an anchor of its own on the same entry."""
+    text = (root / "book" / "glossary.md").read_text(encoding="utf-8")
+    block = GLOSSARY_BLOCK.search(text)
+    if not block:
+        return {}
+    terms = [
+        line.strip()
+        for line in block["body"].splitlines()
+        if line.strip() and not line[0].isspace() and not line.startswith(":")
+    ]
+    return {term.lower(): term_anchor(term) for term in terms}
+
+
 def collapse_blank_lines(text: str) -> str:
     """Runs of blank lines become one, except inside fenced code."""
     parts, end = [], 0
@@ -215,6 +243,7 @@ class Converter:
     titles: dict[str, str]
     citations: dict[str, str]
     exercises: dict[str, Exercise]
+    terms: dict[str, str] = field(default_factory=dict)
 
     def url(self, page: str, anchor: str = "") -> str:
         return f"{self.site}{page}.html" + (f"#{anchor}" if anchor else "")
@@ -230,6 +259,11 @@ class Converter:
                 raise UnknownReference(f"{self.page}: no bibliography entry {unknown}")
             cited = "; ".join(self.citations[key] for key in keys)
             return f"[[{cited}]]({self.url('book/bibliography')})"
+        if name == "term":
+            anchor = self.terms.get(" ".join(target.split()).lower())
+            if anchor is None:
+                raise UnknownReference(f"{self.page}: no glossary term {target!r}")
+            return f"[{text or target}]({self.url('book/glossary', anchor)})"
         if name == "doc":
             page = (Path(self.page).parent / target).as_posix()
             page = re.sub(r"[^/]+/\.\./", "", page)
@@ -275,8 +309,10 @@ class Converter:
 
 
 @functools.cache
-def _course(root: Path) -> tuple[dict[str, Target], dict[str, str], dict[str, str]]:
-    return targets(root), page_titles(root), bibliography(root)
+def _course(
+    root: Path,
+) -> tuple[dict[str, Target], dict[str, str], dict[str, str], dict[str, str]]:
+    return targets(root), page_titles(root), bibliography(root), glossary(root)
 
 
 def plain_edition(
@@ -284,7 +320,7 @@ def plain_edition(
 ) -> nbformat.NotebookNode:
     """The plain edition of ``nb``, the notebook of the course at ``path`` (or a copy of it,
     such as a student copy), outputs kept."""
-    labels, titles, citations = _course(root)
+    labels, titles, citations, terms = _course(root)
     exercises = exercises_of(nb, path)
     converter = Converter(
         site=site_url(root),
@@ -293,6 +329,7 @@ def plain_edition(
         titles=titles,
         citations=citations,
         exercises=exercises,
+        terms=terms,
     )
     plain = copy.deepcopy(nb)
     in_solution = False

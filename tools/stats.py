@@ -12,7 +12,7 @@ boxes and, when the site is built, its length in laptop screens.
 - **Screens** are the page's scroll height divided by the window's height in headless
   Chromium at 1366×768, with the folded parts closed.
 
-Chapters 1–6 keep to the core path's budget (:data:`CORE_WORDS`, :data:`SCREENS`):
+Every chapter keeps to the core path's budget (:data:`CORE_WORDS`, :data:`SCREENS`):
 tests/test_stats.py checks the words, tests/test_site.py the screens.
 """
 
@@ -28,7 +28,7 @@ import nbformat
 
 from tools.repository import ROOT, all_notebooks, parse_exercise, read_notebook
 
-#: The core path's budget of a chapter of Part I: words and laptop screens.
+#: The core path's budget of a chapter: words and laptop screens.
 CORE_WORDS = 3000
 SCREENS = 30
 #: At most this many "Common mistake" boxes per chapter, each linking to the appendix.

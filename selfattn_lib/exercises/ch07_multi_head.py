@@ -188,93 +188,6 @@ def check_merge_heads(merge_heads: Callable[[np.ndarray], Any]) -> kit.Feedback:
     return kit.run_checks(checks)
 
 
-def check_mha_parameter_count(mha_parameter_count: Callable[..., Any]) -> kit.Feedback:
-    """Check the learner's parameter count of a multi-head layer (chapter 7, exercise 3).
-
-    Expected signature: ``mha_parameter_count(d_model: int, n_heads: int, bias: bool) -> int``:
-    the number of trainable numbers in the projections ``W_Q, W_K, W_V, W_O`` of a
-    multi-head attention layer with ``D = d_model`` and ``H = n_heads`` and, when ``bias`` is
-    true, in their biases.
-
-    Shapes
-    ------
-    ``d_model``, ``n_heads``: whole numbers, ``bias``: a bool → one whole number.
-
-    Examples
-    --------
-    A function that forgets its ``return`` gets the standard reminder:
-
-    >>> check_mha_parameter_count(lambda d_model, n_heads, bias: None)
-    ✘ Not yet. mha_parameter_count(512, 8, bias=True) returned None: did you forget the
-    `return` statement?
-    """
-    name = kit.name_of(mha_parameter_count, "mha_parameter_count")
-    cases = ((512, 8, True), (512, 8, False), (512, 1, True), (64, 4, True), (6, 3, False))
-
-    def check_one(d_model: int, n_heads: int, bias: bool) -> None:
-        what = f"{name}({d_model}, {n_heads}, bias={bias})"
-        result = kit.call(mha_parameter_count, d_model, n_heads, bias)
-        kit.require_result(result, what)
-        try:
-            got = float(result)
-        except (TypeError, ValueError) as error:
-            raise kit.Mistake(
-                f"{what} must return a number, got {type(result).__name__}"
-            ) from error
-        if not got.is_integer():
-            raise kit.Mistake(f"{what} returned {got:g}: a count of parameters is a whole number")
-        got_int = int(got)
-        d, h, d_head = d_model, n_heads, d_model // n_heads
-        weights = 4 * d * d
-        expected = weights + (4 * d if bias else 0)
-        if got_int == expected:
-            return
-        candidates = {
-            h * weights + (4 * d if bias else 0): (
-                "counts a D × D matrix per head and projection. Each head uses only D_h = "
-                "D / H columns of W_Q, W_K and W_V (and D_h rows of W_O), so together the "
-                "heads hold D × D numbers per projection, whatever H"
-            ),
-            h * weights + (4 * d * h if bias else 0): (
-                "counts a D × D matrix (and a bias) per head and projection. Each head uses "
-                "only D_h = D / H columns of W_Q, W_K and W_V, so together they hold D × D"
-            ),
-            4 * d * d_head + (4 * d_head if bias else 0): (
-                "counts one head's slice (D × D_h) per projection: all H heads together need "
-                "H × D × D_h = D × D"
-            ),
-            3 * d * d + (3 * d if bias else 0): "forgets the output projection W_O (D × D)",
-            3 * d * d: "forgets the output projection W_O and the biases",
-            weights + (0 if bias else 4 * d): (
-                "forgets the four biases (D numbers each)"
-                if bias
-                else "counts biases although bias=False"
-            ),
-            weights + (4 * d + 4 * d * (h - 1) if bias else 0): (
-                "counts the biases once per head: there is one bias vector of D numbers per "
-                "projection, split among the heads like the weights"
-            ),
-        }
-        reason = candidates.get(got_int)
-        if reason is not None and got_int != expected:
-            raise kit.Mistake(f"{what} returned {got_int:,}, expected {expected:,}: that {reason}")
-        raise kit.Mistake(
-            f"{what} returned {got_int:,}, expected {expected:,} (four D × D matrices"
-            + (" and four biases of D numbers" if bias else "")
-            + ")"
-        )
-
-    def checks() -> str:
-        for d_model, n_heads, bias in cases:
-            check_one(d_model, n_heads, bias)
-        return (
-            "Your count is right: 4 D² (+ 4 D with biases), the same for 1 head or 8 — "
-            "1,050,624 for the base Transformer's D = 512."
-        )
-
-    return kit.run_checks(checks)
-
-
 def _ch7_case(seed: int) -> tuple[np.ndarray, multihead.MultiHeadParams]:
     """Inputs ``x`` ``(B, T, D) = (5, 4, 6)`` and parameters with non-zero biases."""
     rng = np.random.default_rng(seed)
@@ -303,7 +216,7 @@ def _ch7_weights(
 
 
 def check_head_weights(head_weights: Callable[..., Any]) -> kit.Feedback:
-    """Check the learner's per-head attention weights (chapter 7, exercise 4).
+    """Check the learner's per-head attention weights (chapter 7, exercise 3).
 
     Expected signature: ``head_weights(x, params, n_heads) -> np.ndarray`` with a
     :class:`~selfattn_lib.multihead.MultiHeadParams` ``params`` (biases included): every
@@ -432,7 +345,7 @@ def _ch7_contributions(
 
 
 def check_head_contributions(head_contributions: Callable[..., Any]) -> kit.Feedback:
-    """Check the learner's split of the output into the heads' shares (chapter 7, exercise 5).
+    """Check the learner's split of the output into the heads' shares (chapter 7, exercise 4).
 
     Expected signature: ``head_contributions(x, params, n_heads) -> np.ndarray`` with a
     :class:`~selfattn_lib.multihead.MultiHeadParams` ``params``: entry ``[:, h]`` is

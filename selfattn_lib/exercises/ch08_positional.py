@@ -314,7 +314,7 @@ def check_equivariance_gap(equivariance_gap: Callable[..., Any]) -> kit.Feedback
 
 
 def check_decode_position(decode_position: Callable[[np.ndarray], Any]) -> kit.Feedback:
-    """Check the reading of a position back from its encoding (chapter 8, exercise 4).
+    """Check the reading of a position back from its encoding (chapter 8, exercise 5).
 
     Expected signature: ``decode_position(encoding_row: np.ndarray) -> int``: given the row
     ``PE[p]`` (the paper's interleaved layout, base 10000, ``D ≥ 32``) of a position
@@ -396,6 +396,112 @@ def check_decode_position(decode_position: Callable[[np.ndarray], Any]) -> kit.F
         return (
             "Your decoder reads every position back: the slowest pair works like the hour hand "
             "of a clock, unambiguous over its whole turn, while the fast pairs add the detail."
+        )
+
+    return kit.run_checks(checks)
+
+
+def _ch8_rotate_halves(x: np.ndarray, angles: np.ndarray, sign: float = 1.0) -> np.ndarray:
+    """``x * cos(θ) + sign · rotate_half(x) * sin(θ)`` with ``rotate_half(x) = [-x₂, x₁]``
+    and one angle per feature, ``angles``: ``(T, D)``."""
+    half = x.shape[-1] // 2
+    turned = np.concatenate([-x[..., half:], x[..., :half]], axis=-1)  # (T, D)
+    return x * np.cos(angles) + sign * turned * np.sin(angles)
+
+
+def check_rope_half(rope_half: Callable[[np.ndarray, np.ndarray], Any]) -> kit.Feedback:
+    """Check rotary position embeddings in the half-split layout (chapter 8, exercise 4).
+
+    Expected signature: ``rope_half(x: np.ndarray, positions: np.ndarray) -> np.ndarray``
+    for ``x`` of shape ``(T, D)`` (``D`` even) and one position per row: the features
+    ``(x_i, x_{i + D/2})`` of row ``t`` are turned by the angle ``positions[t] · ω_i``,
+    ``ω_i = 10000^(-2i/D)``, for ``i < D/2``, the layout of Hugging Face's ``rotate_half``;
+    written without ``selfattn_lib.positional.apply_rope``.
+
+    Shapes
+    ------
+    ``x``: ``(T, D)``, ``positions``: ``(T,)`` → ``(T, D)``.
+
+    Examples
+    --------
+    A function that forgets its ``return`` gets the standard reminder:
+
+    >>> check_rope_half(lambda x, positions: None)
+    ✘ Not yet. rope_half(x with shape (5, 8), positions [3, 0, 7, 7, 120]) returned None:
+    did you forget the `return` statement?
+    """
+    name = kit.name_of(rope_half, "rope_half")
+    rng = np.random.default_rng(88)
+
+    def mistakes(x: np.ndarray, positions: np.ndarray) -> list[tuple[np.ndarray, str]]:
+        d_model = x.shape[-1]
+        angles = positional.rope_angles(positions, d_model)  # (T, D / 2)
+        per_feature = positions[:, None] * _CH8_BASE ** (-np.arange(d_model) / d_model)
+        unpaired = positions[:, None] * _CH8_BASE ** (-np.arange(d_model // 2) / d_model)
+        return [
+            (
+                positional.apply_rope(x, positions),
+                "this is the INTERLEAVED layout: it turns the neighbours (x_0, x_1), (x_2, "
+                "x_3), …. The half-split layout pairs feature i with feature i + D/2: "
+                "(x_0, x_{D/2}), (x_1, x_{D/2+1}), …",
+            ),
+            (
+                _ch8_rotate_halves(x, np.repeat(angles, 2, axis=-1)),
+                "the pairs are right, but the angles are laid out for the interleaved layout "
+                "(np.repeat gives θ_0, θ_0, θ_1, θ_1, …). Feature i and feature i + D/2 share "
+                "θ_i: concatenate the two halves, np.concatenate([θ, θ], axis=-1)",
+            ),
+            (
+                _ch8_rotate_halves(x, per_feature),
+                "each of the D features got its own frequency 10000^(-j/D). The two features "
+                "of a pair turn together, by one angle θ_i = pos · 10000^(-2i/D) for "
+                "i < D/2: concatenate the D/2 angles with themselves",
+            ),
+            (
+                _ch8_rotate_halves(x, np.concatenate([unpaired, unpaired], axis=-1)),
+                "the frequencies are 10000^(-i/D); the exponent is 2i/D (ω_i = "
+                "10000^(-2i/D)), the same frequencies as the sinusoidal encoding",
+            ),
+            (
+                _ch8_rotate_halves(x, np.concatenate([angles, angles], axis=-1), sign=-1.0),
+                "the rotation goes the wrong way (by -θ): rotate_half(x) is "
+                "[-x_second_half, x_first_half], so the first half becomes "
+                "x_i cos θ - x_{i+D/2} sin θ and the second x_{i+D/2} cos θ + x_i sin θ",
+            ),
+            (
+                positional.apply_rope(x, np.arange(len(positions)), layout="half"),
+                "you used the row numbers 0, 1, 2, … as positions; turn row t by "
+                "positions[t] (the checker's positions are not 0, 1, 2, …)",
+            ),
+        ]
+
+    cases = ((5, 8, [3, 0, 7, 7, 120]), (3, 4, [0, 1, 2]), (4, 16, [10, 2, 500, 1]))
+
+    def checks() -> str:
+        for t, d_model, positions in cases:
+            x = rng.normal(size=(t, d_model))  # (T, D)
+            positions = np.array(positions)
+            what = f"{name}(x with shape {x.shape}, positions {positions.tolist()})"
+            expected = positional.apply_rope(x, positions, layout="half")  # (T, D)
+            result = kit.call_on_copy(rope_half, x, positions.copy())
+            got = kit.as_result_array(result, expected, what)
+            # atol lets float32 answers pass: at position 500 their angles are off by ~3e-5.
+            if kit.match_known_mistakes(got, expected, mistakes(x, positions), what, atol=1e-4):
+                continue
+            kit.assert_close(got, expected, what, atol=1e-4)
+        x = rng.normal(size=(5, 8))
+        kit.require_own_code(
+            rope_half,
+            (x, np.arange(5)),
+            ("selfattn_lib.positional.apply_rope",),
+            name,
+            kit.WRITE_IT_YOURSELF,
+        )
+        return (
+            "Your half-split RoPE is right: feature i and feature i + D/2 turn together by "
+            "pos · ω_i. It is the interleaved rotation with the features stored in another "
+            "order, so weights trained with one layout need the output features of W_Q and "
+            "W_K permuted to run with the other."
         )
 
     return kit.run_checks(checks)

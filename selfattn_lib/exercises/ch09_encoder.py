@@ -132,110 +132,8 @@ def check_rms_norm(rms_norm: Callable[..., Any]) -> kit.Feedback:
     return kit.run_checks(checks)
 
 
-def _ch9_encoder_layer_count(d_model: int, d_ff: int) -> int:
-    attention = 4 * d_model * d_model + 4 * d_model  # W_Q, W_K, W_V, W_O and their biases
-    feed_forward = 2 * d_model * d_ff + d_ff + d_model  # W_1, W_2 and their biases
-    norms = 2 * 2 * d_model  # two layer norms, each with a gain and a bias of size D
-    return attention + feed_forward + norms
-
-
-def check_encoder_layer_parameters(encoder_layer_parameters: Callable[..., Any]) -> kit.Feedback:
-    """Check the learner's parameter count of one encoder layer (chapter 9, exercise 2).
-
-    Expected signature: ``encoder_layer_parameters(d_model: int, n_heads: int, d_ff: int) ->
-    int``: the number of trainable numbers of one encoder layer as in the paper (and
-    ``torch.nn.TransformerEncoderLayer``) with ``D = d_model`` and ``H = n_heads``: multi-head
-    self-attention, the feed-forward network with ``d_ff`` hidden units, and two layer norms,
-    counting every weight, bias and gain.
-
-    Shapes
-    ------
-    ``d_model``, ``n_heads``, ``d_ff``: whole numbers → one whole number.
-
-    Examples
-    --------
-    A function that forgets its ``return`` gets the standard reminder:
-
-    >>> check_encoder_layer_parameters(lambda d_model, n_heads, d_ff: None)
-    ✘ Not yet. encoder_layer_parameters(512, 8, 2048) returned None: did you forget the `return`
-    statement?
-    """
-    name = kit.name_of(encoder_layer_parameters, "encoder_layer_parameters")
-    cases = ((512, 8, 2048), (8, 2, 32), (64, 4, 100), (1024, 16, 4096))
-
-    def as_count(result: Any, what: str) -> int:
-        return kit.as_whole_number(result, what, "a number of parameters")
-
-    def mistakes(d_model: int, d_ff: int) -> list[tuple[int, str]]:
-        right = _ch9_encoder_layer_count(d_model, d_ff)
-        return [
-            (
-                4 * d_model * d_model + 2 * d_model * d_ff,
-                "it counts only the weight matrices: the biases of the linear layers "
-                "(4 D + d_ff + D) and the gains and biases of the two layer norms (4 D) are "
-                "parameters too",
-            ),
-            (
-                right - 4 * d_model - d_ff - d_model,
-                "the biases of the linear layers are missing: the four attention projections "
-                "have a bias of size D each, and W_1 and W_2 have biases of sizes d_ff and D",
-            ),
-            (
-                right - 4 * d_model,
-                "the two layer norms are missing: each has a learned gain and a learned bias "
-                "of size D",
-            ),
-            (
-                right - 2 * d_model,
-                "2 D parameters of the layer norms are missing: there are two layer norms (one "
-                "per sublayer), and each has TWO learned vectors of size D, a gain and a bias",
-            ),
-            (
-                right - d_model * d_model - d_model,
-                "the output projection W_O (D × D, plus its bias) is missing",
-            ),
-            (
-                right - d_model * d_ff - d_model,
-                "the feed-forward network has two weight matrices, W_1 (D × d_ff) and W_2 "
-                "(d_ff × D); one of them is missing",
-            ),
-            (
-                _ch9_encoder_layer_count(d_model, 4 * d_model),
-                "you used d_ff = 4 · D; use the argument d_ff (the paper's 2048 = 4 · 512 is "
-                "one choice, not a rule)",
-            ),
-        ]
-
-    def checks() -> str:
-        for d_model, n_heads, d_ff in cases:
-            what = f"{name}({d_model}, {n_heads}, {d_ff})"
-            got = as_count(kit.call(encoder_layer_parameters, d_model, n_heads, d_ff), what)
-            expected = _ch9_encoder_layer_count(d_model, d_ff)
-            if got == expected:
-                continue
-            other_heads = 1 if n_heads != 1 else 2
-            other = kit.call(encoder_layer_parameters, d_model, other_heads, d_ff)
-            if as_count(other, f"{name}({d_model}, {other_heads}, {d_ff})") != got:
-                raise kit.Mistake(
-                    f"{what} returned {got:,}, and a different number for {other_heads} "
-                    "head(s): the count does not depend on H. The heads split the D columns "
-                    "of W_Q, W_K and W_V into H slices of D_h = D / H; together they are still "
-                    "D × D matrices"
-                )
-            kit.match_known_mistakes(
-                got, expected, mistakes(d_model, d_ff), f"{what} returned {got:,}"
-            )
-            raise kit.Mistake(f"{what} returned {got:,}, expected {expected:,}")
-        return (
-            "Your count is right: 3,152,384 parameters per layer of the base model — two "
-            "thirds of them in the feed-forward network, 2,048 in the layer norms."
-        )
-
-    return kit.run_checks(checks)
-
-
 def check_sublayer_connection(sublayer_connection: Callable[..., Any]) -> kit.Feedback:
-    """Check the learner's residual connection with layer norm (chapter 9, exercise 3).
+    """Check the learner's residual connection with layer norm (chapter 9, exercise 2).
 
     Expected signature: ``sublayer_connection(x, sublayer, norm, norm_first) -> array`` where
     ``sublayer`` and ``norm`` are functions. Post-norm (``norm_first=False``, the paper's) adds
@@ -382,7 +280,7 @@ def _slipped_encoder_layer(
 
 
 def check_encoder_layer_numpy(encoder_layer_numpy: Callable[..., Any]) -> kit.Feedback:
-    """Check the learner's NumPy encoder layer (chapter 9, exercise 4).
+    """Check the learner's NumPy encoder layer (chapter 9, exercise 3).
 
     Expected signature: ``encoder_layer_numpy(x, params, n_heads, mask, norm_first) ->
     np.ndarray``: one encoder layer, multi-head self-attention and then the feed-forward network

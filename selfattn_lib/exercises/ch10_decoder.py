@@ -244,7 +244,7 @@ def _ch10_transformer_count(vocab_size: int, d_model: int, d_ff: int, n_layers: 
 
 
 def check_transformer_parameters(transformer_parameters: Callable[..., Any]) -> kit.Feedback:
-    """Check the learner's parameter count of the whole Transformer (chapter 10, exercise 3).
+    """Check the learner's parameter count of the whole Transformer (chapter 10, exercise 4).
 
     Expected signature: ``transformer_parameters(vocab_size: int, d_model: int, d_ff: int,
     n_layers: int, tied: bool) -> int``: the trainable numbers of the paper's (post-norm)
@@ -389,7 +389,7 @@ class _Ch10Model:
 
 
 def check_greedy_decode(greedy_decode: Callable[..., Any]) -> kit.Feedback:
-    """Check the learner's greedy decoding loop (chapter 10, exercise 4).
+    """Check the learner's greedy decoding loop (chapter 10, exercise 3).
 
     Expected signature: ``greedy_decode(next_token_logits, bos_id: int, eos_id: int,
     max_new_tokens: int) -> list[int]``. ``next_token_logits(prefix)`` takes the list of ids
@@ -534,6 +534,104 @@ def check_greedy_decode(greedy_decode: Callable[..., Any]) -> kit.Feedback:
         return (
             "Your greedy decoding is right: the whole prefix in, the arg max out, stop at "
             "<eos> (kept) or after max_new_tokens."
+        )
+
+    return kit.run_checks(checks)
+
+
+# The explanations the break-the-model exercise names (chapter 10, exercise 5), and why each
+# wrong one does not fit what the learner measured.
+_CH10_EXPLANATIONS = {
+    "too short": (
+        "the training did not stop too early: its loss fell as low as the loss of the real "
+        "model after all its steps, in a fraction of the steps. It learned something, only "
+        "not the task: look at what it writes"
+    ),
+    "no source": (
+        "removing the shift changes only what the decoder reads of the TARGET; its "
+        "cross-attention reads the source exactly as before"
+    ),
+    "copies its input": "",
+    "memorised": (
+        "the model cannot have memorised the dates: each one is drawn fresh from the "
+        "calendar, and it writes the TRAINING dates no better (try training.exact_match on "
+        "them)"
+    ),
+}
+# Every run of the exercise (the date model trained without the shift, 50 steps of 96
+# examples) writes no held-out date right: exact match 0.000 for seeds 0-4, and for half or a
+# quarter of the model, or twice the steps (tests/exercises/test_exercises_ch10_decoder.py).
+_CH10_BROKEN_EXACT_MATCH = (0.0, 0.05)
+
+
+def check_break_the_model(conclusion: Callable[..., Any]) -> kit.Feedback:
+    """Check the learner's conclusion about the date model trained without the shift (chapter
+    10, exercise 5). The checker never trains: it checks the explanation chosen and that the
+    measured exact match lies in the range every correct run falls in.
+
+    Expected signature: ``conclusion() -> dict``: ``{"explanation": name, "exact_match":
+    number}``, where ``name`` is one of ``"too short"``, ``"no source"``,
+    ``"copies its input"`` and ``"memorised"`` (the explanations the exercise describes), and
+    ``number`` is the held-out exact match the learner measured, a fraction from 0 to 1,
+    written as a literal.
+
+    Shapes
+    ------
+    Not an array: no argument → a dict with a string and a number.
+
+    Examples
+    --------
+    A function that forgets its ``return`` gets the standard reminder:
+
+    >>> check_break_the_model(lambda: None)
+    ✘ Not yet. conclusion() returned None: did you forget the `return` statement?
+    """
+    name = kit.name_of(conclusion, "conclusion")
+    what = f"{name}()"
+    low, high = _CH10_BROKEN_EXACT_MATCH
+
+    def checks() -> str:
+        result = kit.require_result(kit.call(conclusion), what)
+        if not isinstance(result, dict) or set(result) != {"explanation", "exact_match"}:
+            raise kit.Mistake(
+                f'{what} must return a dict with two keys, "explanation" and '
+                f'"exact_match", got {result!r}'
+            )
+        explanation, measured = result["explanation"], result["exact_match"]
+        if explanation not in _CH10_EXPLANATIONS:
+            names = ", ".join(repr(key) for key in _CH10_EXPLANATIONS)
+            raise kit.Mistake(f'{what}["explanation"] is {explanation!r}: choose one of {names}')
+        if isinstance(measured, bool) or not isinstance(measured, int | float):
+            raise kit.Mistake(
+                f'{what}["exact_match"] must be the number you measured, got {measured!r}'
+            )
+        if not 0 <= measured <= 100:
+            raise kit.Mistake(
+                f'{what}["exact_match"] is {measured}: an exact match is a fraction of the '
+                "held-out dates, from 0 to 1"
+            )
+        if measured > 1:
+            raise kit.Mistake(
+                f'{what}["exact_match"] is {measured}: give it as a fraction from 0 to 1 '
+                "(as training.exact_match returns it), not in percent"
+            )
+        if not low <= measured <= high:
+            raise kit.Mistake(
+                f'{what}["exact_match"] is {measured}, the score of a model that writes '
+                f"dates: trained without the shift, every run gets at most {high} right. Check "
+                "that your loop feeds the decoder the target itself (not shift_right of it), "
+                "and that you measured with greedy decoding (training.exact_match) on the "
+                "held-out dates"
+            )
+        if explanation != "copies its input":
+            raise kit.Mistake(
+                f'{what}["explanation"] is {explanation!r}, but {_CH10_EXPLANATIONS[explanation]}'
+            )
+        return (
+            f"Your conclusion is right: {measured:.3f} of the held-out dates. Without the "
+            "shift, position t of the decoder reads the very token it must predict, so the "
+            "model learns to copy its input; when it writes, position t holds the token "
+            "before, and copying it is wrong."
         )
 
     return kit.run_checks(checks)

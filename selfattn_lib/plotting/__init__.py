@@ -11,6 +11,7 @@ diverging ``RdBu_r`` centred on zero; categorical lines use the Okabe–Ito pale
 are safe for the common forms of colour blindness.
 """
 
+from selfattn_lib.plotting.architecture import record_shapes
 from selfattn_lib.plotting.base import (
     COLUMN_WIDTH,
     DIVERGING_CMAP,
@@ -66,11 +67,13 @@ from selfattn_lib.plotting.ch07_multi_head import (
     HEAD_LAYOUTS,
     head_layout,
     head_weights,
+    multi_head_flow,
+    split_steps,
 )
 from selfattn_lib.plotting.ch08_positional import (
     encoding_heatmap,
     positional_waves,
-    wavelength_plot,
+    rope_rotation,
 )
 from selfattn_lib.plotting.ch09_encoder import (
     depth_curves,
@@ -79,15 +82,22 @@ from selfattn_lib.plotting.ch09_encoder import (
 )
 from selfattn_lib.plotting.ch10_decoder import (
     cross_attention_maps,
+    decoder_layer_diagram,
     loss_curve,
+    transformer_diagram,
     visible_characters,
 )
 from selfattn_lib.plotting.ch11_at_scale import (
     block_schedule,
+    decoding_work,
+    fast_and_slow_memory,
+    kv_cache_growth,
+    most_rescaled_row,
     scaling_plot,
 )
 
 __all__ = [
+    "record_shapes",
     "COLUMN_WIDTH",
     "shared_colorbar",
     "small_multiples",
@@ -128,15 +138,23 @@ __all__ = [
     "padded_batch",
     "head_layout",
     "head_weights",
+    "multi_head_flow",
+    "split_steps",
     "encoding_heatmap",
     "positional_waves",
-    "wavelength_plot",
+    "rope_rotation",
     "depth_curves",
     "encoder_layer_diagram",
     "normalization_axes",
     "cross_attention_maps",
     "loss_curve",
+    "decoder_layer_diagram",
+    "transformer_diagram",
     "visible_characters",
     "block_schedule",
+    "decoding_work",
+    "fast_and_slow_memory",
+    "kv_cache_growth",
+    "most_rescaled_row",
     "scaling_plot",
 ]

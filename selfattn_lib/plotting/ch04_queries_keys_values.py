@@ -17,7 +17,7 @@ from selfattn_lib.attention import scaled_dot_product_attention
 from selfattn_lib.plotting.base import (
     heatmap,
 )
-from selfattn_lib.plotting.diagrams import Diagram, Grid, flow
+from selfattn_lib.plotting.diagrams import Diagram, Grid, flow, grid_array
 
 
 def projected_attention_weights(
@@ -75,18 +75,6 @@ def projected_attention_weights(
     )
 
 
-def _matrix(name: str, values: object, shape: tuple[int | None, ...]) -> np.ndarray:
-    """``values`` as a float array of ``shape`` (``None``: any size), or a clear error."""
-    array = np.asarray(values, dtype=np.float64)
-    if array.ndim != len(shape) or any(
-        want is not None and got != want for got, want in zip(array.shape, shape, strict=True)
-    ):
-        wanted = "(" + ", ".join("any" if s is None else str(s) for s in shape) + ")"
-        raise ValueError(f"{name} must have shape {wanted}, got {array.shape}")
-    # Drawn as it will be read: a rounding error just left of zero is shown as 0, not −0.
-    return np.where(np.abs(array) < 1e-9, 0.0, array)
-
-
 def _labels(name: str, labels: Sequence[str], count: int) -> list[str]:
     if len(labels) != count:
         raise ValueError(f"{name} must have {count} labels, got {len(labels)}")
@@ -130,16 +118,16 @@ def attention_flow(
     >>> read_back(d.figure, "A").tolist()
     [[0.5, 0.5], [0.5, 0.5]]
     """
-    x = _matrix("x", x, (None, None))
+    x = grid_array("x", x, (None, None))
     n_tokens, n_features = x.shape
-    q = _matrix("q", q, (n_tokens, None))
+    q = grid_array("q", q, (n_tokens, None))
     d_k = q.shape[1]
-    k = _matrix("k", k, (n_tokens, d_k))
-    v = _matrix("v", v, (n_tokens, None))
+    k = grid_array("k", k, (n_tokens, d_k))
+    v = grid_array("v", v, (n_tokens, None))
     d_v = v.shape[1]
-    scaled_scores = _matrix("scaled_scores", scaled_scores, (n_tokens, n_tokens))
-    weights = _matrix("weights", weights, (n_tokens, n_tokens))
-    output = _matrix("output", output, (n_tokens, d_v))
+    scaled_scores = grid_array("scaled_scores", scaled_scores, (n_tokens, n_tokens))
+    weights = grid_array("weights", weights, (n_tokens, n_tokens))
+    output = grid_array("output", output, (n_tokens, d_v))
     tokens = _labels("tokens", tokens, n_tokens)
     return flow(
         Grid(
@@ -238,16 +226,16 @@ def one_query_steps(
     >>> read_back(d.figure, "a").tolist()
     [[0.5], [0.5]]
     """
-    k = _matrix("k", k, (None, None))
+    k = grid_array("k", k, (None, None))
     n_keys, d_k = k.shape
-    q = _matrix("q", q, (d_k,))
-    v = _matrix("v", v, (n_keys, None))
+    q = grid_array("q", q, (d_k,))
+    v = grid_array("v", v, (n_keys, None))
     d_v = v.shape[1]
     columns = {}
     for name, array in (("scores", scores), ("scaled_scores", scaled_scores), ("weights", weights)):
-        columns[name] = _matrix(name, array, (n_keys,))[:, None]  # drawn as a column
-    weighted_values = _matrix("weighted_values", weighted_values, (n_keys, d_v))
-    output = _matrix("output", output, (d_v,))
+        columns[name] = grid_array(name, array, (n_keys,))[:, None]  # drawn as a column
+    weighted_values = grid_array("weighted_values", weighted_values, (n_keys, d_v))
+    output = grid_array("output", output, (d_v,))
     tokens = _labels("tokens", tokens, n_keys)
     values = _labels("value_names", value_names, d_v)
     return flow(

@@ -1,4 +1,9 @@
-"""Figures of chapter 7, multi-head attention."""
+"""Figures of chapter 7, multi-head attention: the computed diagram of a whole multi-head
+layer (split into heads, per-head attention, merge, W_O), the grids of numbers that follow a
+split into heads, and the heads' weights side by side.
+
+The diagram draws the arrays the notebook computed and computes nothing itself; its grids take
+the course's role colours (queries blue, keys vermillion, values green)."""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from selfattn_lib.plotting.base import (
     small_multiples,
     text_colour,
 )
+from selfattn_lib.plotting.diagrams import Diagram, Grid, flow, grid_array
 
 HEAD_LAYOUTS: tuple[str, ...] = ("T D", "T H D_h", "H T D_h")
 # Light tints of the Okabe–Ito colours, one per head: black text stays readable on them.
@@ -186,6 +192,40 @@ def head_layout(
     return ax.figure
 
 
+def split_steps(
+    steps: Sequence[np.ndarray],
+    n_heads: int,
+    tokens: Sequence[str] | None = None,
+    height: float = 6.6,
+) -> Figure:
+    """Draw a split into heads as three :func:`head_layout` panels, top to bottom: one
+    sequence's numbers ``x``, its reshape and its transpose, titled with their shapes (batch
+    of one). The caller computes the three arrays; this only draws them.
+
+    Shapes
+    ------
+    ``steps``: ``(T, D)``, ``(T, H, D_h)`` and ``(H, T, D_h)``, in that order.
+
+    Examples
+    --------
+    >>> x = np.arange(12).reshape(2, 6)
+    >>> split = x.reshape(2, 2, 3)
+    >>> fig = split_steps([x, split, split.transpose(1, 0, 2)], 2)
+    >>> fig.axes[2].get_title()
+    '3. transpose to (B, H, T, D_h) = (1, 2, 2, 3)'
+    """
+    if len(steps) != 3:
+        raise ValueError(f"steps must hold x, its reshape and its transpose, got {len(steps)}")
+    fig = Figure(figsize=(COLUMN_WIDTH, height), layout="constrained")
+    panels = fig.subplots(3, 1, height_ratios=[5.0, 3.6, 5.6])
+    names = ["1. x: (B, T, D)", "2. reshape to (B, T, H, D_h)", "3. transpose to (B, H, T, D_h)"]
+    for ax, values, layout, name in zip(panels, steps, HEAD_LAYOUTS, names, strict=True):
+        shape = ", ".join(str(n) for n in (1, *np.shape(values)))
+        title = f"{name} = ({shape})"
+        head_layout(values, layout, n_heads=n_heads, tokens=tokens, title=title, ax=ax)
+    return fig
+
+
 def head_weights(
     weights: np.ndarray,
     tokens: Sequence[str],
@@ -279,4 +319,117 @@ def _right_of(ax: Axes, other: Axes) -> bool:
         and spec.get_gridspec() is left.get_gridspec()
         and spec.rowspan == left.rowspan
         and spec.colspan.start == left.colspan.stop
+    )
+
+
+_SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+
+def multi_head_flow(
+    tokens: Sequence[str],
+    x: np.ndarray,
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    q_heads: np.ndarray,
+    k_heads: np.ndarray,
+    v_heads: np.ndarray,
+    weights: np.ndarray,
+    head_outputs: np.ndarray,
+    merged: np.ndarray,
+    output: np.ndarray,
+) -> Diagram:
+    """Draw a multi-head self-attention layer on one sentence, step by step: the tokens ``x``;
+    their queries, keys and values ``q``, ``k``, ``v``; the same cut into heads by
+    ``split_heads`` (one ``T × D_h`` block per head, ``Q₀``, ``K₀``, ``V₀``, …); every head's
+    weights ``A₀, A₁, …`` and outputs ``Z₀, Z₁, …``; their concatenation by ``merge_heads``
+    and the layer's output, ``Concat(Z₀, …) W_O``. The figure draws the arrays it is given
+    and computes nothing; the grids take the course's role colours.
+
+    Shapes
+    ------
+    ``x``, ``q``, ``k``, ``v``, ``merged``, ``output``: ``(T, D)``; ``q_heads``,
+    ``k_heads``, ``v_heads``, ``head_outputs``: ``(H, T, D_h)``; ``weights``:
+    ``(H, T, T)``; ``tokens``: ``T`` labels.
+
+    Examples
+    --------
+    >>> from selfattn_lib.plotting.diagrams import read_back
+    >>> x = np.eye(2)
+    >>> heads = x.reshape(2, 2, 1).swapaxes(0, 1)  # (H, T, D_h) = (2, 2, 1)
+    >>> a = np.full((2, 2, 2), 0.5)
+    >>> d = multi_head_flow(["a", "b"], x, x, x, x, heads, heads, heads, a, a @ heads,
+    ...                     x, x)
+    >>> read_back(d.figure, "A₁").tolist()
+    [[0.5, 0.5], [0.5, 0.5]]
+    """
+    x = grid_array("x", x, (None, None))
+    n_tokens, d_model = x.shape
+    if len(tokens) != n_tokens:
+        raise ValueError(f"tokens must have {n_tokens} labels, got {len(tokens)}")
+    tokens = list(tokens)
+    q, k, v = (
+        grid_array(name, a, (n_tokens, d_model)) for name, a in zip("qkv", (q, k, v), strict=True)
+    )
+    q_heads = grid_array("q_heads", q_heads, (None, n_tokens, None))
+    n_heads, _, d_head = q_heads.shape
+    if n_heads * d_head != d_model:
+        raise ValueError(
+            f"q_heads {q_heads.shape} must hold H heads of D_h features with H · D_h = "
+            f"D = {d_model}"
+        )
+    head_shape = (n_heads, n_tokens, d_head)
+    k_heads = grid_array("k_heads", k_heads, head_shape)
+    v_heads = grid_array("v_heads", v_heads, head_shape)
+    weights = grid_array("weights", weights, (n_heads, n_tokens, n_tokens))
+    head_outputs = grid_array("head_outputs", head_outputs, head_shape)
+    merged = grid_array("merged", merged, (n_tokens, d_model))
+    output = grid_array("output", output, (n_tokens, d_model))
+
+    def sub(h: int) -> str:
+        return str(h).translate(_SUBSCRIPTS)
+
+    items: list[Grid | str] = [
+        Grid("X", x, rows=tokens, fmt=".1f", note="the tokens"),
+        Grid("Q", q, role="query", fmt=".1f", note="X W_Q"),
+        Grid("K", k, role="key", fmt=".1f", note="X W_K"),
+        Grid("V", v, role="value", fmt=".1f", note="X W_V"),
+        "split_heads →",
+    ]
+    for h in range(n_heads):
+        items += [
+            Grid(f"Q{sub(h)}", q_heads[h], role="query", fmt=".1f"),
+            Grid(f"K{sub(h)}", k_heads[h], role="key", fmt=".1f"),
+            Grid(f"V{sub(h)}", v_heads[h], role="value", fmt=".1f"),
+        ]
+    items.append("softmax →")
+    for h in range(n_heads):
+        items.append(
+            Grid(
+                f"A{sub(h)}",
+                weights[h],
+                rows=tokens if h == 0 else (),
+                cols=tokens,
+                role="weights",
+                note=f"softmax(Q{sub(h)}K{sub(h)}ᵀ/√{d_head})",
+            )
+        )
+    items.append("× Vₕ →")
+    for h in range(n_heads):
+        items.append(
+            Grid(f"Z{sub(h)}", head_outputs[h], role="output", note=f"A{sub(h)} V{sub(h)}")
+        )
+    concat = ", ".join(f"Z{sub(h)}" for h in range(n_heads))
+    items += [
+        "merge_heads →",
+        Grid("Z", merged, role="output", note=f"Concat({concat})"),
+        "× W_O =",
+        Grid("Y", output, rows=tokens, role="output", note="the layer's output"),
+    ]
+    return flow(
+        *items,
+        title=(
+            f"multi_head_attention: T = {n_tokens}, D = {d_model}, "
+            f"H = {n_heads} heads of D_h = {d_head}"
+        ),
     )

@@ -1,4 +1,4 @@
-"""Figures of chapter 8, positional encoding."""
+"""Figures of chapter 8, positional encoding: the sinusoidal encoding and the rotation of RoPE."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.patches import Arc, Rectangle
 
 from selfattn_lib.plotting.base import (
     COLUMN_WIDTH,
@@ -15,6 +16,7 @@ from selfattn_lib.plotting.base import (
     SEQUENTIAL_CMAP,
     new_axes,
 )
+from selfattn_lib.plotting.diagrams import Diagram
 
 
 def encoding_heatmap(
@@ -47,7 +49,7 @@ def encoding_heatmap(
         raise ValueError(f"values must be 2-D (T, D), got shape {matrix.shape}")
     if not np.isfinite(matrix).all():
         raise ValueError("values contain NaN or infinity")
-    ax = new_axes((7.0, 4.5), ax)
+    ax = new_axes((7.0, 2.7), ax)
     if matrix.min() < 0:
         limit = float(np.abs(matrix).max())
         image = ax.imshow(
@@ -76,49 +78,6 @@ def _pair_wavelengths(d_model: int, base: float) -> np.ndarray:
         raise ValueError(f"d_model must be even (sin and cos come in pairs), got {d_model}")
     base = check_positive_float("base", base)
     return 2 * np.pi * base ** (np.arange(0, d_model, 2) / d_model)
-
-
-def wavelength_plot(
-    d_model: int,
-    *,
-    base: float = 10000.0,
-    ax: Axes | None = None,
-) -> Figure:
-    """Draw the wavelength ``λ_i = 2π · base^(2i/D)`` of every sin/cos pair on a log scale.
-
-    On a logarithmic axis a geometric sequence is a straight line. Dashed lines mark ``2π``
-    (the fastest pair, ``i = 0``) and ``2π · base``, the limit the slowest pair approaches but
-    never reaches (its exponent is ``(D - 2) / D < 1``).
-
-    Shapes
-    ------
-    ``d_model`` (``D``, even) → ``D / 2`` points, one per pair ``i = 0 … D/2 - 1``.
-
-    Examples
-    --------
-    >>> fig = wavelength_plot(8)
-    >>> fig.axes[0].lines[0].get_ydata().round(1).tolist()
-    [6.3, 62.8, 628.3, 6283.2]
-    >>> fig.axes[0].get_yscale()
-    'log'
-    """
-    wavelengths = _pair_wavelengths(d_model, base)  # (D / 2,)
-    ax = new_axes((6.0, 3.8), ax)
-    pairs = np.arange(len(wavelengths))
-    ax.plot(
-        pairs, wavelengths, "o-", color=OKABE_ITO[0], markersize=3, label=r"$\lambda_i$ of pair i"
-    )
-    ax.set_yscale("log")
-    for value, text in ((2 * np.pi, "2π"), (2 * np.pi * base, f"2π · {base:g}")):
-        ax.axhline(value, color=OKABE_ITO[1], linestyle="--", linewidth=1)
-        ax.text(
-            1.01, value, text, transform=ax.get_yaxis_transform(), color=OKABE_ITO[1], va="center"
-        )
-    ax.set_xlabel("pair index i (dimensions 2i and 2i + 1)")
-    ax.set_ylabel(r"wavelength $\lambda_i$ (positions, log scale)")
-    ax.set_title(f"Wavelengths of the {len(wavelengths)} pairs (D = {d_model}, base = {base:g})")
-    ax.grid(True, which="major", alpha=0.3)
-    return ax.figure
 
 
 def positional_waves(
@@ -162,7 +121,7 @@ def positional_waves(
     pair = dimension // 2
     frequency = 2 * np.pi / wavelengths[pair]
     if axes is None:
-        fig = Figure(figsize=(COLUMN_WIDTH, 3.4), layout="constrained")
+        fig = Figure(figsize=(COLUMN_WIDTH, 2.8), layout="constrained")
         axes = fig.subplots(1, 2, width_ratios=(1.6, 1.0))
     if len(axes) != 2:
         raise ValueError(f"axes must hold 2 axes (wave, vector), got {len(axes)}")
@@ -222,3 +181,170 @@ def positional_waves(
     vector_ax.set_ylabel("encoding value")
     vector_ax.patches[dimension].set_facecolor(OKABE_ITO[4])
     return wave_ax.figure
+
+
+def _tint(colour: str, amount: float = 0.45) -> tuple[float, float, float]:
+    """``colour`` mixed with white: ``amount`` of the colour, the rest white."""
+    from matplotlib.colors import to_rgb
+
+    return tuple(1.0 - amount * (1.0 - channel) for channel in to_rgb(colour))
+
+
+def rope_rotation(
+    pair_values: np.ndarray,
+    positions: Sequence[int],
+    angles: Sequence[float],
+    *,
+    d_model: int,
+    pair: int = 0,
+    vector: str = "q",
+) -> Diagram:
+    """Draw how rotary position embeddings (RoPE) pair the features and turn one pair.
+
+    Top: the ``D`` features of a vector twice, each pair in its own colour: the interleaved
+    layout pairs ``(x_2i, x_2i+1)``, the half-split (``rotate_half``) layout pairs
+    ``(x_i, x_i+D/2)``. Bottom: pair ``pair`` of ``vector`` at each position, as an arrow in
+    the plane, labelled with its angle ``θ = pos · ω``. The figure draws the numbers it is
+    given (the rotated pair and the angles, computed with :mod:`selfattn_lib.positional`);
+    its alt text is written from them.
+
+    Shapes
+    ------
+    ``pair_values``: ``(n, 2)``, the pair ``(a, b)`` after rotation at each of the ``n``
+    ``positions`` ``(n,)`` by ``angles`` ``(n,)`` radians; ``d_model`` (``D``, even, at most
+    16 so that the boxes stay legible); ``0 ≤ pair < D / 2``.
+
+    Examples
+    --------
+    >>> d = rope_rotation(np.array([[1.0, 0.0], [0.54, 0.84]]), [0, 1], [0.0, 1.0], d_model=4)
+    >>> d.alt.startswith("Computed diagram: RoPE turns pairs of features, D = 4.")
+    True
+    """
+    values = np.asarray(pair_values, dtype=np.float64)
+    positions = [int(p) for p in positions]
+    angles = [float(a) for a in angles]
+    if values.ndim != 2 or values.shape[1] != 2 or not len(values):
+        raise ValueError(f"pair_values must have shape (n, 2), got {values.shape}")
+    if not len(positions) == len(angles) == len(values):
+        raise ValueError(
+            f"one position and one angle per row of pair_values: {len(values)} rows, "
+            f"{len(positions)} positions, {len(angles)} angles"
+        )
+    if not np.isfinite(values).all():
+        raise ValueError("pair_values contain NaN or infinity")
+    if isinstance(d_model, bool) or not isinstance(d_model, int) or d_model < 2 or d_model % 2:
+        raise ValueError(f"d_model must be a positive even integer, got {d_model!r}")
+    if d_model > 16:
+        raise ValueError(f"draw at most 16 features (d_model <= 16), got {d_model}")
+    half = d_model // 2
+    if not 0 <= pair < half:
+        raise ValueError(f"pair must be in [0, {half}), got {pair}")
+    layouts = {
+        "interleaved (RoFormer)": [(2 * i, 2 * i + 1) for i in range(half)],
+        "half-split (rotate_half)": [(i, i + half) for i in range(half)],
+    }
+    hues = [OKABE_ITO[i % 7] if i % 7 != 6 else OKABE_ITO[7] for i in range(half)]
+
+    fig = Figure(figsize=(COLUMN_WIDTH, 3.6))
+    strip = fig.add_axes((0.25, 0.74, 0.72, 0.2))
+    strip.set_xlim(-0.5, d_model - 0.5)
+    strip.set_ylim(1.6, -0.6)
+    strip.axis("off")
+    for row, (name, pairs) in enumerate(layouts.items()):
+        owner = {feature: i for i, members in enumerate(pairs) for feature in members}
+        fig.text(0.235, 0.94 - 0.2 * (row + 0.5) / 2.2, name, ha="right", va="center", fontsize=9)
+        for feature in range(d_model):
+            i = owner[feature]
+            strip.add_patch(
+                Rectangle(
+                    (feature - 0.45, row - 0.4),
+                    0.9,
+                    0.8,
+                    facecolor=_tint(hues[i]),
+                    edgecolor=hues[i],
+                    linewidth=2.4 if i == pair else 0.8,
+                )
+            )
+            strip.text(feature, row, f"x{feature}", ha="center", va="center", fontsize=9)
+    fig.text(
+        0.6,
+        0.955,
+        "features of one query or key; one colour per rotated pair",
+        ha="center",
+        va="bottom",
+        fontsize=9,
+    )
+
+    plane = fig.add_axes((0.09, 0.12, 0.42, 0.52))
+    radius = float(np.abs(values).max()) * 1.9
+    plane.set_xlim(-radius, radius)
+    plane.set_ylim(-radius, radius)
+    plane.set_aspect("equal")
+    plane.axhline(0, color="0.6", linewidth=0.8)
+    plane.axvline(0, color="0.6", linewidth=0.8)
+    first, second = layouts["interleaved (RoFormer)"][pair]
+    other = layouts["half-split (rotate_half)"][pair]
+    plane.set_xlabel(f"first of pair {pair}: x{first} (both layouts)", fontsize=9)
+    plane.set_ylabel(f"second: x{second} (interleaved), x{other[1]} (half)", fontsize=9)
+    plane.tick_params(labelsize=8)
+    colour = OKABE_ITO[0]
+    start = np.degrees(np.arctan2(values[0, 1], values[0, 0]))  # direction of the first arrow
+    for index, ((a, b), position, angle) in enumerate(zip(values, positions, angles, strict=True)):
+        plane.annotate(
+            "",
+            xy=(a, b),
+            xytext=(0, 0),
+            arrowprops={"arrowstyle": "-|>", "color": colour, "linewidth": 1.6},
+            gid=f"arrow[{index}]",
+        )
+        if index:  # the angle from the first arrow, as an arc
+            size = radius * (0.25 + 0.1 * index)
+            low, high = sorted((start, start + np.degrees(angle - angles[0])))
+            plane.add_patch(
+                Arc((0, 0), size, size, theta1=low, theta2=high, color="0.35", linewidth=0.9)
+            )
+        plane.text(
+            a * 1.45,
+            b * 1.45,
+            f"pos {position}\n{angle:.2f} rad",
+            ha="center",
+            va="center",
+            fontsize=8.5,
+            gid=f"angle[{index},0]",
+            bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5},
+        )
+    plane.set_title(
+        f"pair {pair} of {vector} at positions {positions[0]}–{positions[-1]}", fontsize=9.5
+    )
+
+    fig.text(
+        0.56,
+        0.5,
+        "RoPE turns pair i of the vector at\n"
+        "position pos by the angle θ = pos · ω_i,\n"
+        "ω_i = 10000^(−2i/D):\n\n"
+        "(a, b) → (a cos θ − b sin θ,\n"
+        "              a sin θ + b cos θ)\n\n"
+        "Both layouts turn the same pairs of\n"
+        "numbers; they only store them in\n"
+        "different places.",
+        ha="left",
+        va="center",
+        fontsize=9,
+    )
+
+    def pairs_text(pairs: list[tuple[int, int]]) -> str:
+        return ", ".join(f"(x{i}, x{j})" for i, j in pairs)
+
+    arrows = "; ".join(
+        f"position {position}, θ = {angle:.2f} rad, ({a:.2f}, {b:.2f})"
+        for (a, b), position, angle in zip(values, positions, angles, strict=True)
+    )
+    alt = (
+        f"Computed diagram: RoPE turns pairs of features, D = {d_model}. Interleaved layout "
+        f"(RoFormer) pairs {pairs_text(layouts['interleaved (RoFormer)'])}; half-split layout "
+        f"(rotate_half) pairs {pairs_text(layouts['half-split (rotate_half)'])}. Pair {pair} "
+        f"of {vector} drawn as an arrow in the plane at each position, turned by θ = pos · "
+        f"ω_{pair}: {arrows}."
+    )
+    return Diagram(fig, alt)

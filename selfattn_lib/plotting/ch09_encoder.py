@@ -2,114 +2,81 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from selfattn_lib.plotting.architecture import INPUT, Block, Column, architecture
 from selfattn_lib.plotting.base import (
     COLUMN_WIDTH,
     OKABE_ITO,
     new_axes,
 )
+from selfattn_lib.plotting.diagrams import Diagram
 
 
-def encoder_layer_diagram(norm_first: bool = False, *, ax: Axes | None = None) -> Figure:
-    """Draw one encoder layer as a flow chart, from its input (bottom) to its output (top).
+def _encoder_layer_column(shapes: Mapping[str, tuple[int, ...]], norm_first: bool) -> Column:
+    shape = shapes.get
+    if norm_first:
+        blocks = [
+            Block("pre_x", "x", shape(INPUT)),
+            Block("pre_norm_1", "norm_1", shape("norm_1"), "norm"),
+            Block("pre_self", "self_attention", shape("self_attention"), "attention"),
+            Block("pre_add_1", "add", shape("norm_2"), "add"),
+            Block("pre_norm_2", "norm_2", shape("norm_2"), "norm"),
+            Block("pre_ff", "feed_forward", shape("feed_forward"), "feed_forward"),
+            Block("pre_add_2", "add", shape(""), "add"),
+            Block("pre_out", "next layer (a norm after the last)"),
+        ]
+        residuals = [("pre_norm_1", "pre_add_1"), ("pre_norm_2", "pre_add_2")]
+        return Column("Pre-norm: x + Sublayer(norm(x))", blocks, residuals)
+    blocks = [
+        Block("post_x", "x", shape(INPUT)),
+        Block("post_self", "self_attention", shape("self_attention"), "attention"),
+        Block("post_norm_1", "add & norm_1", shape("norm_1"), "norm"),
+        Block("post_ff", "feed_forward", shape("feed_forward"), "feed_forward"),
+        Block("post_norm_2", "add & norm_2", shape("norm_2"), "norm"),
+        Block("post_out", "to the next layer"),
+    ]
+    residuals = [("post_self", "post_norm_1"), ("post_ff", "post_norm_2")]
+    return Column("Post-norm (the paper): norm(x + Sublayer(x))", blocks, residuals)
 
-    Post-norm (``norm_first=False``, the paper's): each sublayer's output is added to its
-    input and the sum is normalised, ``LN(x + Sublayer(x))``. Pre-norm (``norm_first=True``):
-    the sublayer sees a normalised copy and its output is added to the un-normalised input,
-    ``x + Sublayer(LN(x))``; the stack then needs one final layer norm. The residual (identity)
-    paths are drawn in vermillion.
+
+def encoder_layer_diagram(
+    post_norm: Mapping[str, tuple[int, ...]],
+    pre_norm: Mapping[str, tuple[int, ...]] | None = None,
+    *,
+    title: str = "",
+) -> Diagram:
+    """One encoder layer drawn from its input (bottom) to its output (top), with the module
+    names of :class:`selfattn_lib.layers.EncoderLayer` and the shapes one run of it
+    recorded. Post-norm (the paper's): each sublayer's output is added to its input and the
+    sum is normalised, ``norm(x + Sublayer(x))``. Given ``pre_norm`` (a run of a layer with
+    ``norm_first=True``), the pre-norm layer is drawn beside it: the sublayer sees a
+    normalised copy and its output is added to the un-normalised input,
+    ``x + Sublayer(norm(x))``, and the stack then needs one final norm. The residual
+    (identity) paths are drawn in vermillion.
 
     Shapes
     ------
-    Not an array: the layer maps ``(B, T, D)`` to ``(B, T, D)``.
+    ``post_norm``, ``pre_norm``: :func:`~selfattn_lib.plotting.architecture.record_shapes`
+    of an ``EncoderLayer`` run on ``(B, T, D)``; every block is ``(B, T, D)``.
 
     Examples
     --------
-    >>> fig = encoder_layer_diagram()
-    >>> [text.get_text() for text in fig.axes[0].texts if text.get_text()][:3]
-    ['x  (B, T, D)', 'multi-head self-attention', '+']
+    >>> import torch
+    >>> from selfattn_lib.layers import EncoderLayer
+    >>> from selfattn_lib.plotting.architecture import read_blocks, record_shapes
+    >>> shapes = record_shapes(EncoderLayer(8, 2, 16).eval(), torch.ones(1, 3, 8))
+    >>> read_blocks(encoder_layer_diagram(shapes).figure)["post_norm_1"]
+    ('add & norm_1', '1 × 3 × 8')
     """
-    from matplotlib.patches import Circle, FancyBboxPatch
-
-    attention = ("box", "multi-head self-attention", OKABE_ITO[5])
-    feed_forward = ("box", "feed-forward (each position)", OKABE_ITO[2])
-    norm = ("box", "layer norm", OKABE_ITO[4])
-    add = ("add", "+", "white")
-    if norm_first:
-        steps = [norm, attention, add, norm, feed_forward, add]
-        skips = [(0, 3), (3, 6)]  # from below step a + 1 to the "+" at step b
-        title = "Pre-norm: x + Sublayer(LN(x))"
-        output = "to the next layer\n(final layer norm after the last)"
-    else:
-        steps = [attention, add, norm, feed_forward, add, norm]
-        skips = [(0, 2), (3, 5)]
-        title = "Post-norm (the paper): LN(x + Sublayer(x))"
-        output = "to the next layer"
-    steps = [("text", "x  (B, T, D)", None), *steps, ("text", output, None)]
-
-    ax = new_axes((4.6, 6.4), ax)
-    centre, skip_x, width, height = 4.0, 7.9, 6.0, 0.56
-    for y, (kind, label, colour) in enumerate(steps):
-        if kind == "box":
-            ax.add_patch(
-                FancyBboxPatch(
-                    (centre - width / 2, y - height / 2),
-                    width,
-                    height,
-                    boxstyle="round,pad=0.03",
-                    facecolor=colour,
-                    edgecolor="black",
-                    alpha=0.85,
-                )
-            )
-            ax.text(centre, y, label, ha="center", va="center", fontsize=10)
-        elif kind == "add":
-            ax.add_patch(Circle((centre, y), 0.22, facecolor=colour, edgecolor="black"))
-            ax.text(centre, y, label, ha="center", va="center", fontsize=13)
-        else:
-            ax.text(centre, y, label, ha="center", va="center", fontsize=10, style="italic")
-        if y + 1 < len(steps):  # the main path, one arrow per step
-            top = 0.22 if kind == "add" else height / 2 + 0.04
-            bottom = 0.22 if steps[y + 1][0] == "add" else height / 2 + 0.04
-            if kind == "text":
-                top = 0.18
-            if steps[y + 1][0] == "text":  # more room below a label of two lines
-                bottom = 0.18 + 0.14 * steps[y + 1][1].count("\n")
-            ax.annotate(
-                "",
-                xy=(centre, y + 1 - bottom),
-                xytext=(centre, y + top),
-                arrowprops={"arrowstyle": "-|>", "color": "black", "linewidth": 1.2},
-            )
-    for start, end in skips:
-        leave = start + 0.5
-        ax.plot([centre, skip_x, skip_x], [leave, leave, end], color=OKABE_ITO[1], linewidth=2)
-        ax.annotate(
-            "",
-            xy=(centre + 0.24, end),
-            xytext=(skip_x, end),
-            arrowprops={"arrowstyle": "-|>", "color": OKABE_ITO[1], "linewidth": 2},
-        )
-        ax.plot([centre], [leave], "o", color=OKABE_ITO[1], markersize=5)
-    ax.text(
-        skip_x + 0.25,
-        (skips[0][0] + 0.5 + skips[0][1]) / 2,
-        "residual\n(identity)",
-        color=OKABE_ITO[1],
-        ha="left",
-        va="center",
-        fontsize=9,
-    )
-    ax.set_xlim(0.0, 10.0)
-    ax.set_ylim(-0.6, len(steps) - 0.4)
-    ax.set_axis_off()
-    ax.set_title(title, fontsize=11)
-    return ax.figure
+    columns = [_encoder_layer_column(post_norm, norm_first=False)]
+    if pre_norm is not None:
+        columns.append(_encoder_layer_column(pre_norm, norm_first=True))
+    return architecture(*columns, title=title, width=COLUMN_WIDTH / 2 * len(columns))
 
 
 def normalization_axes(

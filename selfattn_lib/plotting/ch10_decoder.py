@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from selfattn_lib.plotting.architecture import INPUT, Block, Column, architecture, shapes_of
 from selfattn_lib.plotting.base import (
     COLUMN_WIDTH,
     OKABE_ITO,
     SEQUENTIAL_CMAP,
 )
+from selfattn_lib.plotting.diagrams import Diagram
 
 
 def visible_characters(tokens: Sequence[str]) -> list[str]:
@@ -185,3 +187,130 @@ def cross_attention_maps(
     if colorbar:
         figure.colorbar(image, ax=list(axes), label="cross-attention weight", shrink=0.8)
     return figure
+
+
+def _decoder_blocks(layer: Mapping[str, tuple[int, ...]]) -> list[Block]:
+    """The three sublayers of a decoder layer and their add & norm steps."""
+    return [
+        Block("dec_self", "self_attention", layer["self_attention"], "attention", "causal mask"),
+        Block("dec_norm_1", "add & norm_1", layer["norm_1"], "norm"),
+        Block("dec_cross", "cross_attention", layer["cross_attention"], "attention"),
+        Block("dec_norm_2", "add & norm_2", layer["norm_2"], "norm"),
+        Block("dec_ff", "feed_forward", layer["feed_forward"], "feed_forward"),
+        Block("dec_norm_3", "add & norm_3", layer["norm_3"], "norm"),
+    ]
+
+
+_DECODER_RESIDUALS = (
+    ("dec_self", "dec_norm_1"),
+    ("dec_cross", "dec_norm_2"),
+    ("dec_ff", "dec_norm_3"),
+)
+
+
+def decoder_layer_diagram(
+    shapes: Mapping[str, tuple[int, ...]], memory_shape: tuple[int, ...], *, title: str = ""
+) -> Diagram:
+    """One decoder layer drawn from its input (bottom) to its output (top), with the module
+    names of :class:`selfattn_lib.layers.DecoderLayer` and the shapes one run of it recorded:
+    masked self-attention, cross-attention reading the encoder's memory, the feed-forward
+    network, each followed by add & norm (the residual paths in vermillion).
+
+    Shapes
+    ------
+    ``shapes``: :func:`~selfattn_lib.plotting.architecture.record_shapes` of a
+    ``DecoderLayer`` run on ``(B, T_tgt, D)`` and a memory of ``memory_shape``
+    ``(B, T_src, D)``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from selfattn_lib.layers import DecoderLayer
+    >>> from selfattn_lib.plotting.architecture import read_blocks, record_shapes
+    >>> y, memory = torch.ones(1, 4, 8), torch.ones(1, 6, 8)
+    >>> shapes = record_shapes(DecoderLayer(8, 2, 16).eval(), y, memory)
+    >>> read_blocks(decoder_layer_diagram(shapes, tuple(memory.shape)).figure)["memory"]
+    ('memory (encoder output)', '1 × 6 × 8')
+    """
+    decoder = Column(
+        "Decoder layer",
+        [
+            Block("y", "y: the target so far", shapes[INPUT]),
+            *_decoder_blocks(shapes),
+            Block("z", "to the next layer"),
+        ],
+        residuals=_DECODER_RESIDUALS,
+    )
+    encoder = Column(
+        "Encoder", [None, None, Block("memory", "memory (encoder output)", memory_shape)]
+    )
+    # Narrower than the column: the encoder's side holds one block.
+    return architecture(
+        encoder, decoder, links=[("memory", "dec_cross")], title=title, width=COLUMN_WIDTH * 0.78
+    )
+
+
+def transformer_diagram(shapes: Mapping[str, tuple[int, ...]], *, title: str = "") -> Diagram:
+    """The whole encoder–decoder in the style of the paper's Figure 1, drawn with the module
+    names of :class:`selfattn_lib.transformer.Transformer` and the shapes that one run of it
+    recorded (``plotting.record_shapes(model, src, tgt)``): the encoder on the left, the
+    decoder on the right, one layer of each with its residual paths, repeated as many times
+    as the model has layers, and the encoder's output (the memory) going into every
+    cross-attention.
+
+    Shapes
+    ------
+    ``shapes``: :func:`~selfattn_lib.plotting.architecture.record_shapes` of a Transformer;
+    ``src_embedding`` ``(B, T_src, D)``, ``tgt_embedding`` ``(B, T_tgt, D)`` and ``output``
+    ``(B, T_tgt, V_tgt)`` are drawn, and the layers' outputs.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from selfattn_lib.plotting.architecture import read_blocks, record_shapes
+    >>> from selfattn_lib.transformer import Transformer, TransformerConfig
+    >>> model = Transformer(TransformerConfig(9, 7, d_model=8, n_heads=2, d_ff=16, n_layers=2))
+    >>> shapes = record_shapes(model.eval(), torch.ones(1, 5).long(), torch.ones(1, 4).long())
+    >>> read_blocks(transformer_diagram(shapes).figure)["dec_cross"]
+    ('cross_attention', '1 × 4 × 8')
+    """
+    layers = 1 + max(
+        int(name.split(".")[2]) for name in shapes if name.startswith("encoder.layers.")
+    )
+    encoder, decoder = shapes_of(shapes, "encoder.layers.0"), shapes_of(shapes, "decoder.layers.0")
+    source = shapes["src_embedding"]  # (B, T_src, D)
+    # (B, T_tgt, D), from the output's (B, T_tgt, V): with shared embeddings the target's
+    # embedding is the source's module, which records its first call only.
+    target = (*shapes["output"][:2], source[-1])
+    encoder_column = Column(
+        "Encoder",
+        [
+            Block("src", "source tokens", source[:2]),
+            Block("src_embedding", "src_embedding × √D + positions", source, "embedding"),
+            None,
+            None,
+            Block("enc_self", "self_attention", encoder["self_attention"], "attention",
+                  "padding mask"),
+            Block("enc_norm_1", "add & norm_1", encoder["norm_1"], "norm"),
+            Block("enc_ff", "feed_forward", encoder["feed_forward"], "feed_forward"),
+            Block("enc_norm_2", "add & norm_2", encoder["norm_2"], "norm"),
+        ],
+        residuals=[("enc_self", "enc_norm_1"), ("enc_ff", "enc_norm_2")],
+        repeat=("enc_self", "enc_norm_2", layers),
+        side="left",
+    )  # fmt: skip
+    decoder_column = Column(
+        "Decoder",
+        [
+            Block("tgt", "target tokens, shifted right", target[:2]),
+            Block("tgt_embedding", "tgt_embedding × √D + positions", target, "embedding"),
+            *_decoder_blocks(decoder),
+            Block("output", "output (Linear) → softmax", shapes["output"], "output"),
+            Block("next", "next-token probabilities"),
+        ],
+        residuals=_DECODER_RESIDUALS,
+        repeat=("dec_self", "dec_norm_3", layers),
+    )  # fmt: skip
+    return architecture(
+        encoder_column, decoder_column, links=[("enc_norm_2", "dec_cross", "memory")], title=title
+    )

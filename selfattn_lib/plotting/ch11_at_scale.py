@@ -13,8 +13,12 @@ from selfattn_lib.plotting.base import (
     COLUMN_WIDTH,
     OKABE_ITO,
     SEQUENTIAL_CMAP,
+    heatmap,
     new_axes,
+    shared_colorbar,
+    small_multiples,
 )
+from selfattn_lib.plotting.diagrams import ROLE_COLOURS, Diagram, Grid, flow
 
 
 def scaling_plot(
@@ -60,7 +64,7 @@ def scaling_plot(
             )
         curves[name] = y
 
-    ax = new_axes((6.5, 4.3), ax)
+    ax = new_axes((6.5, 3.6), ax)
     markers = "osD^v<>p"
     for index, (name, y) in enumerate(curves.items()):
         ax.plot(
@@ -90,11 +94,36 @@ def scaling_plot(
     return ax.figure
 
 
+def most_rescaled_row(scores: np.ndarray, block_size: int) -> int:
+    """The query whose running maximum grows at the most blocks of ``block_size`` keys (the
+    first such query on a tie): the liveliest row to follow through online softmax.
+
+    Shapes
+    ------
+    ``scores``: ``(T_q, T_k)``.
+
+    Examples
+    --------
+    >>> most_rescaled_row(np.array([[3.0, 2.0, 1.0], [1.0, 2.0, 3.0]]), 1)
+    1
+    """
+    values = np.asarray(scores, dtype=np.float64)
+    if values.ndim != 2 or values.size == 0:
+        raise ValueError(f"scores must have shape (T_q, T_k), got shape {values.shape}")
+    n_blocks = -(-values.shape[1] // block_size)
+    block_maxima = np.stack(
+        [values[:, b * block_size : (b + 1) * block_size].max(axis=1) for b in range(n_blocks)],
+        axis=1,
+    )  # (T_q, n_blocks)
+    growth = np.diff(np.maximum.accumulate(block_maxima, axis=1), axis=1) > 0
+    return int(growth.sum(axis=1).argmax())
+
+
 def block_schedule(
     scores: np.ndarray,
     block_size: int,
     *,
-    row: int = 0,
+    row: int | None = None,
     axes: Sequence[Axes] | None = None,
 ) -> Figure:
     """Draw how online softmax walks through the scores one block of keys at a time.
@@ -107,8 +136,9 @@ def block_schedule(
     and the running maximum ``m`` after each step (one segment per block), which ends at the
     row's maximum (dashed). Bottom right: the running sum ``ℓ = Σ exp(s_j − m)`` after each
     step; when the maximum grows it is first rescaled by ``exp(m_old − m_new)`` (a triangle
-    marks those steps), and it ends at the softmax denominator (dashed). Given ``axes``, the
-    three panels are drawn into them in that order (grid, maximum, sum).
+    marks those steps), and it ends at the softmax denominator (dashed). Without ``row``, the
+    query followed is :func:`most_rescaled_row`. Given ``axes``, the three panels are drawn
+    into them in that order (grid, maximum, sum).
 
     Shapes
     ------
@@ -117,7 +147,7 @@ def block_schedule(
     Examples
     --------
     >>> scores = np.array([[0.0, 2.0, 1.0, 3.0, -1.0]])
-    >>> fig = block_schedule(scores, 2)
+    >>> fig = block_schedule(scores, 2, row=0)
     >>> fig.axes[0].get_title()
     'step = key block: 3 steps, tile 1 × 2 (direct: 1 × 5)'
     >>> fig.axes[2].patches[-1].get_height().round(4)  # ℓ after the last step
@@ -137,6 +167,8 @@ def block_schedule(
     if block_size < 1:
         raise ValueError(f"block_size must be at least 1, got {block_size}")
     t_q, t_k = values.shape
+    if row is None:
+        row = most_rescaled_row(values, block_size)
     if isinstance(row, bool) or not isinstance(row, int | np.integer) or not 0 <= row < t_q:
         raise ValueError(f"row must be a query index in 0 … {t_q - 1}, got {row!r}")
     n_steps = -(-t_k // block_size)  # ceil(T_k / block_size)
@@ -144,8 +176,8 @@ def block_schedule(
     maxima, sums = running_statistics(values[row], block_size)
 
     if axes is None:
-        fig = Figure(figsize=(COLUMN_WIDTH, 6.6), layout="constrained")
-        panels = fig.subplot_mosaic([["grid", "grid"], ["max", "sum"]], height_ratios=[1, 1.2])
+        fig = Figure(figsize=(COLUMN_WIDTH, 5.0), layout="constrained")
+        panels = fig.subplot_mosaic([["grid", "grid"], ["max", "sum"]], height_ratios=[1, 1.25])
         axes = [panels["grid"], panels["max"], panels["sum"]]
     if len(axes) != 3:
         raise ValueError(f"axes must hold 3 axes, got {len(axes)}")
@@ -227,3 +259,268 @@ def block_schedule(
     sum_ax.set_title(f"query {row}: running sum\nof exponentials", fontsize=11)
     sum_ax.legend(loc="upper left", fontsize=8)
     return grid_ax.figure
+
+
+def kv_cache_growth(
+    tokens: Sequence[str],
+    queries: Sequence[np.ndarray],
+    keys: Sequence[np.ndarray],
+    values: Sequence[np.ndarray],
+    weights: Sequence[np.ndarray],
+    *,
+    title: str = "",
+) -> Diagram:
+    """Draw a KV cache growing over the first decoding steps (a computed diagram).
+
+    One line per step ``s``: the newest token's query ``q{s}``, the cached keys ``K{s}`` and
+    values ``V{s}`` after the step (one row per token so far, the newest marked "← new") and
+    the query's attention weights ``a{s}`` over them; the first line names the four parts.
+    Every number is one the caller's cache code computed; a test reads them back
+    (:func:`~selfattn_lib.plotting.diagrams.read_back`, grids ``"q1"``, ``"K1"``, ``"a1"``,
+    ``"V1"``, …).
+
+    Shapes
+    ------
+    ``tokens``: the ``n`` tokens fed in; for step ``s = 1 … n``: ``queries[s - 1]``
+    ``(D_h,)``, ``keys[s - 1]`` and ``values[s - 1]`` ``(s, D_h)``, ``weights[s - 1]``
+    ``(s,)``.
+
+    Examples
+    --------
+    >>> from selfattn_lib.plotting.diagrams import read_back
+    >>> d = kv_cache_growth(["a"], [np.ones(2)], [np.ones((1, 2))], [np.zeros((1, 2))], [[1.0]])
+    >>> read_back(d.figure, "K1").tolist()
+    [[1.0, 1.0]]
+    """
+    n_steps = len(tokens)
+    parts = {"queries": queries, "keys": keys, "values": values, "weights": weights}
+    for name, part in parts.items():
+        if len(part) != n_steps:
+            raise ValueError(f"{name} must hold one entry per token ({n_steps}), got {len(part)}")
+    items: list[Grid | str] = []
+    for step in range(1, n_steps + 1):
+        rows = [f"{token} ← new" if i == step - 1 else token for i, token in enumerate(tokens)]
+        rows = rows[:step]
+        k, v = (np.asarray(part[step - 1], dtype=np.float64) for part in (keys, values))
+        a = np.asarray(weights[step - 1], dtype=np.float64)
+        if k.shape[0] != step or v.shape[0] != step or a.shape != (step,):
+            raise ValueError(
+                f"after step {step} the cache holds {step} rows: keys {k.shape}, values "
+                f"{v.shape} and weights {a.shape} do not"
+            )
+        notes = ("new query", "cached keys", "softmax", "cached values")
+        notes = notes if step == 1 else ("",) * 4  # named once, on the first line
+        items += [
+            f"step {step}:",
+            Grid(f"q{step}", queries[step - 1], role="query", fmt=".1f", note=notes[0]),
+            "·",
+            Grid(f"K{step}", k, rows=rows, role="key", fmt=".1f", note=notes[1]),
+            "→",
+            Grid(f"a{step}", a, cols=list(tokens[:step]), role="weights", note=notes[2]),
+            "×",
+            Grid(f"V{step}", v, role="value", fmt=".1f", note=notes[3]),
+        ]
+    return flow(*items, title=title)
+
+
+def _size(n_bytes: int) -> str:
+    """A byte count as the reader reads it: 64 MiB, 16 KiB, 512 bytes."""
+    for unit, factor in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n_bytes >= factor:
+            return f"{n_bytes / factor:.4g} {unit}"
+    return f"{n_bytes} bytes"
+
+
+def fast_and_slow_memory(
+    direct_slow: dict[str, int],
+    blocked_slow: dict[str, int],
+    blocked_fast: dict[str, int],
+    *,
+    scores: Sequence[str] = (),
+    title: str = "",
+) -> Diagram:
+    """Draw what direct and blocked attention keep in slow and in fast memory (a computed
+    diagram).
+
+    Two columns. Left, direct attention: the arrays it writes to slow (main) memory, the
+    ``T × T`` ones included, each read back for the next step. Right, blocked attention
+    (online softmax): what stays in slow memory, and the few arrays of one step kept in
+    fast memory (a processor's cache, a GPU's on-chip memory). Entries named in ``scores``
+    (matrices of scores or weights) are drawn in the scores' colour. Sizes are printed from
+    the given byte counts (each text's ``gid`` is ``"<column>/<memory>/<name>"``, so a test
+    reads them back).
+
+    Shapes
+    ------
+    Not arrays: each argument maps a name to a number of bytes.
+
+    Examples
+    --------
+    >>> d = fast_and_slow_memory({"S": 2**26}, {"Q": 2**20}, {"tile": 2**14}, scores=["S"])
+    >>> [t.get_text() for t in d.figure.axes[0].texts if t.get_gid() == "direct/slow/S"]
+    ['64 MiB']
+    >>> d.alt.startswith("Computed diagram: what attention keeps in slow and fast memory")
+    True
+    """
+    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+    columns = {
+        "direct": ("direct: the whole score matrix", direct_slow, {}),
+        "blocked": ("blocked: online softmax", blocked_slow, blocked_fast),
+    }
+    for name, (_, slow, fast) in columns.items():
+        for part in (slow, fast):
+            for label, n_bytes in part.items():
+                if isinstance(n_bytes, bool) or not isinstance(n_bytes, int | np.integer):
+                    raise TypeError(f"{name}: {label!r} must be a whole number of bytes")
+                if n_bytes <= 0:
+                    raise ValueError(f"{name}: {label!r} must be a positive number of bytes")
+    line = 0.2  # inches per entry
+    slow_lines = max(len(direct_slow), len(blocked_slow))
+    fast_lines = max(len(blocked_fast), 1)
+    slow_height, fast_height = 0.45 + line * slow_lines, 0.45 + line * fast_lines
+    height = 0.5 + slow_height + 0.5 + fast_height + 0.1
+    width = COLUMN_WIDTH - 0.2  # a tight bounding box adds 0.1 in on either side
+    fig = Figure(figsize=(width, height))
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(0, width)
+    ax.set_ylim(0, height)
+    ax.axis("off")
+    if title:
+        ax.text(width / 2, height - 0.05, title, ha="center", va="top", fontsize=10.5)
+    slow_top = height - 0.5
+    fast_top = slow_top - slow_height - 0.5
+    column_width = width / 2 - 0.15
+    alt_parts = []
+    for index, (name, (heading, slow, fast)) in enumerate(columns.items()):
+        left = 0.1 + index * (width / 2)
+        ax.text(
+            left + column_width / 2,
+            slow_top + 0.12,
+            heading,
+            ha="center",
+            fontsize=10,
+            fontweight="bold",
+        )
+        boxes = (
+            ("slow", "slow memory (main memory)", slow, slow_top, slow_height, "#f2f2f2"),
+            ("fast", "fast memory (cache, on-chip)", fast, fast_top, fast_height, "#e6f0f7"),
+        )
+        described = []
+        for memory, label, entries, top, box_height, fill in boxes:
+            ax.add_patch(
+                FancyBboxPatch(
+                    (left, top - box_height),
+                    column_width,
+                    box_height,
+                    boxstyle="round,pad=0.02",
+                    facecolor=fill,
+                    edgecolor="#555555",
+                )
+            )
+            ax.text(left + 0.08, top - 0.08, label, va="top", fontsize=9, style="italic")
+            if not entries:
+                ax.text(
+                    left + 0.08,
+                    top - 0.33,
+                    "rows of S and A pass through",
+                    va="top",
+                    fontsize=8.5,
+                    color="#333333",
+                )
+            for row, (entry, n_bytes) in enumerate(entries.items()):
+                y = top - 0.33 - row * line
+                colour = ROLE_COLOURS["scores"] if entry in scores else "#222222"
+                weight = "bold" if entry in scores else "normal"
+                ax.text(
+                    left + 0.12, y, entry, va="top", fontsize=8.5, color=colour, fontweight=weight
+                )
+                text = ax.text(
+                    left + column_width - 0.1,
+                    y,
+                    _size(int(n_bytes)),
+                    va="top",
+                    ha="right",
+                    fontsize=8.5,
+                    color=colour,
+                    fontweight=weight,
+                )
+                text.set_gid(f"{name}/{memory}/{entry}")
+            listed = "; ".join(f"{e} {_size(int(b))}" for e, b in entries.items())
+            described.append(f"{label}: {listed or 'rows of S and A pass through'}")
+        arrow_label = (
+            "write S and A,\nread them back" if name == "direct" else "load blocks,\nwrite outputs"
+        )
+        ax.add_patch(
+            FancyArrowPatch(
+                (left + column_width / 2, fast_top + 0.03),
+                (left + column_width / 2, slow_top - slow_height - 0.03),
+                arrowstyle="<|-|>",
+                mutation_scale=12,
+                color="#555555",
+            )
+        )
+        ax.text(
+            left + column_width / 2 + 0.1,
+            fast_top + 0.25,
+            arrow_label,
+            va="center",
+            fontsize=8.5,
+            color="#333333",
+        )
+        alt_parts.append(f"{heading}. " + ". ".join(described) + ".")
+    alt = "Computed diagram: what attention keeps in slow and fast memory" + (
+        f" ({title})" if title else ""
+    )
+    return Diagram(fig, f"{alt}. " + " ".join(alt_parts))
+
+
+#: What a decoding step does with a position, as drawn by :func:`decoding_work`.
+WORK_LEVELS = {0.0: "not yet", 0.5: "read from\ncache", 1.0: "computed"}
+
+
+def decoding_work(work: dict[str, np.ndarray]) -> Figure:
+    """Draw, side by side, which positions each decoding step computes (1), reads from a
+    cache (0.5) or does not reach yet (0), one panel per way of decoding.
+
+    Each panel's title gives the name and the number of positions computed (the count of
+    1s, read off the array as drawn).
+
+    Shapes
+    ------
+    Every value of ``work``: ``(n_steps, n_positions)`` with entries in ``WORK_LEVELS``.
+
+    Examples
+    --------
+    >>> fig = decoding_work({"cache": np.array([[1.0, 0.0], [0.5, 1.0]])})
+    >>> fig.axes[0].get_title().splitlines()
+    ['cache:', '2 positions computed']
+    """
+    if not work:
+        raise ValueError("work must hold at least one named (steps, positions) array")
+    arrays = {name: np.asarray(array, dtype=np.float64) for name, array in work.items()}
+    for name, array in arrays.items():
+        if array.ndim != 2 or not np.isin(array, list(WORK_LEVELS)).all():
+            raise ValueError(
+                f"{name!r} must be a (steps, positions) array of {sorted(WORK_LEVELS)}, "
+                f"got shape {array.shape}"
+            )
+    fig, axes = small_multiples(len(arrays), columns=2, panel_height=2.6)
+    for ax, (name, array) in zip(axes, arrays.items(), strict=True):
+        n_steps, n_positions = array.shape
+        heatmap(
+            array,
+            [f"step {s + 1}" for s in range(n_steps)],
+            [f"t{i}" for i in range(n_positions)],
+            title=f"{name}:\n{int((array == 1.0).sum())} positions computed",
+            xlabel="position",
+            ylabel="decoding step",
+            annotate=False,
+            vmin=0.0,
+            vmax=1.0,
+            colorbar=False,
+            ax=ax,
+        )
+    shared_colorbar(axes, "what the step does with the position")
+    axes[0].images[0].colorbar.set_ticks(list(WORK_LEVELS), labels=list(WORK_LEVELS.values()))
+    return fig

@@ -133,6 +133,29 @@ class Grid:
         return text.replace("-", "−")
 
 
+def grid_array(name: str, values: object, shape: tuple[int | None, ...]) -> np.ndarray:
+    """``values`` as a float array of ``shape`` (``None``: any size), ready for a
+    :class:`Grid`, or a ``ValueError`` naming ``name``. A rounding error just left of zero is
+    drawn as it will be read, ``0``, not ``−0``.
+
+    Shapes
+    ------
+    ``values``: any array of ``shape`` → the same shape, float64.
+
+    Examples
+    --------
+    >>> grid_array("w", [[1e-17, -2.0]], (1, None)).tolist()
+    [[0.0, -2.0]]
+    """
+    array = np.asarray(values, dtype=np.float64)
+    if array.ndim != len(shape) or any(
+        want is not None and got != want for got, want in zip(array.shape, shape, strict=True)
+    ):
+        wanted = "(" + ", ".join("any" if s is None else str(s) for s in shape) + ")"
+        raise ValueError(f"{name} must have shape {wanted}, got {array.shape}")
+    return np.where(np.abs(array) < 1e-9, 0.0, array)
+
+
 def _parse(text: str) -> object:
     if text == TRUE_MARK:
         return True

@@ -18,10 +18,6 @@ def ch7_merge_heads(heads):
     return heads.transpose(0, 2, 1, 3).reshape(batch, n_tokens, n_heads * d_head)
 
 
-def ch7_mha_parameter_count(d_model, n_heads, bias):
-    return 4 * d_model * d_model + (4 * d_model if bias else 0)
-
-
 def ch7_head_weights(x, params, n_heads, *, scale=None, split=ch7_split_heads, axis=-1):
     d_head = x.shape[-1] // n_heads
     q = split(x @ params.w_q + params.b_q, n_heads)
@@ -48,7 +44,6 @@ def ch7_stub(*args):
 CH7_CHECKERS = {
     "split_heads": (exercises.check_split_heads, ch7_split_heads),
     "merge_heads": (exercises.check_merge_heads, ch7_merge_heads),
-    "mha_parameter_count": (exercises.check_mha_parameter_count, ch7_mha_parameter_count),
     "head_weights": (exercises.check_head_weights, ch7_head_weights),
     "head_contributions": (exercises.check_head_contributions, ch7_head_contributions),
 }
@@ -77,9 +72,6 @@ def test_ch7_checkers_accept_other_correct_formulations():
             [seq[:, h * d_head : (h + 1) * d_head].tolist() for h in range(n_heads)] for seq in x
         ]
 
-    def float_count(d_model, n_heads, bias):
-        return float(4 * d_model**2 + 4 * d_model * bias)
-
     def float32_weights(x, params, n_heads):
         return ch7_head_weights(x, params, n_heads).astype(np.float32)
 
@@ -89,8 +81,6 @@ def test_ch7_checkers_accept_other_correct_formulations():
         (exercises.check_split_heads, loop_split),
         (exercises.check_merge_heads, ch7_merge_heads),
         (exercises.check_merge_heads, torch_merge),
-        (exercises.check_mha_parameter_count, float_count),
-        (exercises.check_mha_parameter_count, lambda d, h, bias: np.int64(4 * d * (d + bias))),
         (exercises.check_head_weights, float32_weights),
     ]:
         feedback = checker(answer)
@@ -132,24 +122,6 @@ def test_ch7_split_heads_names_typical_mistakes(answer, fragments):
 )
 def test_ch7_merge_heads_names_typical_mistakes(answer, fragments):
     assert_ch7_mistake(exercises.check_merge_heads(answer), *fragments)
-
-
-@pytest.mark.parametrize(
-    ("answer", "fragments"),
-    [
-        (lambda d, h, bias: h * 4 * d * d + 4 * d * bias, ["per head", "whatever H"]),
-        (lambda d, h, bias: h * (4 * d * d + 4 * d * bias), ["(and a bias) per head"]),
-        (lambda d, h, bias: 4 * d * (d // h) + 4 * (d // h) * bias, ["one head's slice"]),
-        (lambda d, h, bias: 3 * d * d + 3 * d * bias, ["forgets the output projection W_O"]),
-        (lambda d, h, bias: 4 * d * d, ["forgets the four biases"]),
-        (lambda d, h, bias: 4 * d * d + 4 * d, ["counts biases although bias=False"]),
-        (lambda d, h, bias: 4 * d * d + 4 * d * h * bias, ["biases once per head"]),
-        (lambda d, h, bias: 4 * d * d + 0.5, ["whole number"]),
-        (lambda d, h, bias: 2 * d * d, ["expected 1,050,624"]),
-    ],
-)
-def test_ch7_mha_parameter_count_names_typical_mistakes(answer, fragments):
-    assert_ch7_mistake(exercises.check_mha_parameter_count(answer), *fragments)
 
 
 def ch7_weights_without_query_bias(x, params, n_heads):

@@ -59,6 +59,21 @@ def ch8_decode_position(row):
     return round(angle / 10000.0 ** (-(d_model - 2) / d_model))
 
 
+def ch8_rope_angles(positions, d_model, exponent=2):
+    half = d_model // 2
+    return np.asarray(positions, dtype=float)[:, None] * 10000.0 ** (
+        -exponent * np.arange(half) / d_model
+    )  # (T, D / 2)
+
+
+def ch8_rope_half(x, positions):
+    half = x.shape[-1] // 2
+    angles = ch8_rope_angles(positions, x.shape[-1])
+    cos, sin = np.cos(angles), np.sin(angles)
+    first, second = x[:, :half], x[:, half:]
+    return np.concatenate([first * cos - second * sin, first * sin + second * cos], axis=1)
+
+
 def ch8_stub(*args):
     raise NotImplementedError
 
@@ -68,6 +83,7 @@ CH8_CHECKERS = {
     "closest_pair": (exercises.check_closest_pair, ch8_closest_pair),
     "equivariance_gap": (exercises.check_equivariance_gap, ch8_equivariance_gap),
     "decode_position": (exercises.check_decode_position, ch8_decode_position),
+    "rope_half": (exercises.check_rope_half, ch8_rope_half),
 }
 
 
@@ -279,6 +295,90 @@ def test_ch8_decode_position_reads_shifted_encodings():
     rotated[0::2] = row[0::2] * cos + row[1::2] * sin
     rotated[1::2] = row[1::2] * cos - row[0::2] * sin
     assert ch8_decode_position(rotated) == position + offset
+
+
+def ch8_rope_by_rotate_half(x, positions, *, tile=np.concatenate, sign=1.0, exponent=2):
+    """Hugging Face's formulation: x * cos + rotate_half(x) * sin, one angle per feature."""
+    half = x.shape[-1] // 2
+    angles = ch8_rope_angles(positions, x.shape[-1], exponent)
+    if tile is np.concatenate:
+        angles = np.concatenate([angles, angles], axis=-1)
+    else:
+        angles = tile(angles)
+    turned = np.concatenate([-x[:, half:], x[:, :half]], axis=-1)
+    return x * np.cos(angles) + sign * turned * np.sin(angles)
+
+
+def ch8_rope_in_torch_float32(x, positions):
+    import torch
+
+    q = torch.tensor(x, dtype=torch.float32)
+    half = q.shape[-1] // 2
+    inv_freq = 1.0 / 10000.0 ** (torch.arange(0, q.shape[-1], 2, dtype=torch.float32) / q.shape[-1])
+    angles = torch.tensor(positions, dtype=torch.float32)[:, None] * inv_freq
+    emb = torch.cat([angles, angles], dim=-1)
+    turned = torch.cat([-q[:, half:], q[:, :half]], dim=-1)
+    return q * emb.cos() + turned * emb.sin()
+
+
+def ch8_rope_interleaved(x, positions):
+    angles = ch8_rope_angles(positions, x.shape[-1])
+    out = np.empty_like(x)
+    out[:, 0::2] = x[:, 0::2] * np.cos(angles) - x[:, 1::2] * np.sin(angles)
+    out[:, 1::2] = x[:, 0::2] * np.sin(angles) + x[:, 1::2] * np.cos(angles)
+    return out
+
+
+def ch8_rope_per_feature(x, positions):
+    d_model = x.shape[-1]
+    angles = np.asarray(positions, dtype=float)[:, None] * 10000.0 ** (
+        -np.arange(d_model) / d_model
+    )
+    half = d_model // 2
+    turned = np.concatenate([-x[:, half:], x[:, :half]], axis=-1)
+    return x * np.cos(angles) + turned * np.sin(angles)
+
+
+def ch8_rope_by_library(x, positions):
+    from selfattn_lib import positional
+
+    return positional.apply_rope(x, positions, layout="half")
+
+
+def ch8_rope_row_numbers(x, positions):
+    return ch8_rope_half(x, np.arange(len(positions)))
+
+
+def ch8_rope_in_place(x, positions):
+    x[:] = ch8_rope_half(x, positions)
+    return x
+
+
+@pytest.mark.parametrize("answer", [ch8_rope_by_rotate_half, ch8_rope_in_torch_float32])
+def test_ch8_rope_half_accepts_the_rotate_half_formulation_and_float32(answer):
+    feedback = exercises.check_rope_half(answer)
+    assert feedback.passed, feedback.message
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (ch8_rope_interleaved, ["INTERLEAVED layout", "(x_0, x_{D/2})"]),
+        (
+            lambda x, p: ch8_rope_by_rotate_half(x, p, tile=lambda a: np.repeat(a, 2, axis=-1)),
+            ["laid out for the interleaved layout", "np.concatenate([θ, θ]"],
+        ),
+        (ch8_rope_per_feature, ["its own frequency 10000^(-j/D)"]),
+        (lambda x, p: ch8_rope_by_rotate_half(x, p, exponent=1), ["exponent is 2i/D"]),
+        (lambda x, p: ch8_rope_by_rotate_half(x, p, sign=-1.0), ["wrong way (by -θ)"]),
+        (ch8_rope_row_numbers, ["row numbers 0, 1, 2"]),
+        (ch8_rope_by_library, ["calls `selfattn_lib.positional.apply_rope`"]),
+        (ch8_rope_in_place, ["changed the array it was given"]),
+        (lambda x, p: ch8_rope_half(x, p).T, ["returned shape (8, 5), expected (5, 8)"]),
+    ],
+)
+def test_ch8_rope_half_names_typical_mistakes(answer, fragments):
+    assert_ch8_mistake(exercises.check_rope_half(answer), *fragments)
 
 
 # Every checker of the chapter with a correct answer: test_exercises_registry.py runs them.

@@ -26,10 +26,6 @@ def ch9_layer_norm(x, gain, bias, eps=1e-5, ddof=0, eps_outside=False):
     return gain * centred / (spread + eps if eps_outside else np.sqrt(spread**2 + eps)) + bias
 
 
-def ch9_parameters(d_model, n_heads, d_ff):
-    return 4 * d_model**2 + 4 * d_model + 2 * d_model * d_ff + d_ff + d_model + 4 * d_model
-
-
 def ch9_sublayer_connection(x, sublayer, norm, norm_first):
     return x + sublayer(norm(x)) if norm_first else norm(x + sublayer(x))
 
@@ -68,7 +64,6 @@ def ch9_stub(*args):
 
 CH9_CHECKERS = {
     "rms_norm": (exercises.check_rms_norm, ch9_rms_norm),
-    "encoder_layer_parameters": (exercises.check_encoder_layer_parameters, ch9_parameters),
     "sublayer_connection": (exercises.check_sublayer_connection, ch9_sublayer_connection),
     "encoder_layer_numpy": (exercises.check_encoder_layer_numpy, ch9_encoder_layer),
 }
@@ -83,12 +78,6 @@ def assert_ch9_mistake(feedback, *fragments):
 def test_ch9_checkers_accept_other_correct_formulations():
     assert exercises.check_rms_norm(ch9_rms_norm_by_length).passed
     assert exercises.check_rms_norm(lambda x, g, eps: list(ch9_rms_norm(x, g, eps))).passed
-    assert exercises.check_encoder_layer_parameters(
-        lambda d, h, f: np.int64(ch9_parameters(d, h, f))
-    ).passed
-    assert exercises.check_encoder_layer_parameters(
-        lambda d, h, f: float(ch9_parameters(d, h, f))
-    ).passed
 
     def post_then_pre(x, sublayer, norm, norm_first):
         if not norm_first:
@@ -193,27 +182,6 @@ def test_ch9_rms_norm_from_a_torch_module_breaks_the_prompts_rule():
 )
 def test_ch9_rms_norm_names_typical_mistakes(answer, fragments):
     assert_ch9_mistake(exercises.check_rms_norm(answer), *fragments)
-
-
-@pytest.mark.parametrize(
-    ("answer", "fragments"),
-    [
-        (lambda d, h, f: 4 * d * d + 2 * d * f, ["only the weight matrices"]),
-        (lambda d, h, f: 4 * d * d + 2 * d * f + 4 * d, ["biases of the linear layers"]),
-        (lambda d, h, f: ch9_parameters(d, h, f) - 4 * d, ["layer norms are missing"]),
-        (lambda d, h, f: ch9_parameters(d, h, f) - 2 * d, ["TWO learned vectors"]),
-        (lambda d, h, f: ch9_parameters(d, h, f) - d * d - d, ["W_O"]),
-        (lambda d, h, f: ch9_parameters(d, h, f) - d * f - d, ["two weight matrices"]),
-        (lambda d, h, f: ch9_parameters(d, h, 4 * d), ["d_ff = 4 · D"]),
-        (lambda d, h, f: ch9_parameters(d, h, f) + 3 * h * d * d, ["does not depend on H"]),
-        (lambda d, h, f: ch9_parameters(d, h, f) + 0.5, ["whole number"]),
-        (lambda d, h, f: None, ["forget the `return`"]),
-        (lambda d, h, f: "many", ["must return a number"]),
-        (lambda d, h, f: ch9_parameters(d, h, f) + 1, ["expected 3,152,384"]),
-    ],
-)
-def test_ch9_encoder_layer_parameters_names_typical_mistakes(answer, fragments):
-    assert_ch9_mistake(exercises.check_encoder_layer_parameters(answer), *fragments)
 
 
 @pytest.mark.parametrize(

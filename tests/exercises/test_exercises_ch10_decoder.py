@@ -80,6 +80,10 @@ def ch10_greedy_decode_array(next_token_logits, bos_id, eos_id, max_new_tokens):
     return tokens
 
 
+def ch10_conclusion():
+    return {"explanation": "copies its input", "exact_match": 0.0}
+
+
 def ch10_stub(*args):
     raise NotImplementedError
 
@@ -93,6 +97,11 @@ CH10_CHECKERS = {
         lambda *args: np.int64(ch10_transformer_parameters(*args)),
     ],
     "check_greedy_decode": [ch10_greedy_decode, ch10_greedy_decode_array],
+    "check_break_the_model": [
+        ch10_conclusion,
+        lambda: {"exact_match": 0.003, "explanation": "copies its input"},
+        lambda: {"explanation": "copies its input", "exact_match": 0},
+    ],
 }
 
 
@@ -322,6 +331,66 @@ def test_ch10_greedy_decode_names_typical_mistakes(answer, fragments):
 def test_ch10_greedy_decode_notices_sampling():
     feedback = exercises.check_greedy_decode(ch10_sampling_decode)
     assert feedback.attempted and not feedback.passed
+
+
+def ch10_says(explanation, exact_match):
+    return lambda: {"explanation": explanation, "exact_match": exact_match}
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (ch10_says("too short", 0.0), ["did not stop too early"]),
+        (ch10_says("no source", 0.0), ["cross-attention reads the source"]),
+        (ch10_says("memorised", 0.0), ["cannot have memorised"]),
+        (ch10_says("it copies", 0.0), ["choose one of", "'copies its input'"]),
+        (ch10_says("copies its input", 0.999), ["0.999", "at most 0.05", "not shift_right"]),
+        (ch10_says("copies its input", 12.5), ["not in percent"]),
+        (ch10_says("copies its input", -1), ["from 0 to 1"]),
+        (ch10_says("copies its input", "0.0"), ["the number you measured"]),
+        (ch10_says("copies its input", True), ["the number you measured"]),
+        (lambda: ("copies its input", 0.0), ["a dict with two keys"]),
+        (lambda: {"explanation": "copies its input"}, ["a dict with two keys"]),
+    ],
+)
+def test_ch10_break_the_model_names_typical_mistakes(answer, fragments):
+    assert_ch10_mistake(exercises.check_break_the_model(answer), *fragments)
+
+
+def test_ch10_every_run_without_the_shift_falls_in_the_checked_range():
+    """The range the checker accepts holds for real runs of the exercise: the date model
+    trained 50 steps of 96 examples without the shift writes no held-out date right. Measured
+    once for seeds 0-4 (0.000 each), for D = 32 or 16 with one layer and for 100 steps (0.000
+    each); seed 1 here (the chapter's solution runs seed 0), on 200 held-out dates."""
+    torch = pytest.importorskip("torch")
+    from selfattn_lib import tasks, training
+    from selfattn_lib.exercises.ch10_decoder import _CH10_BROKEN_EXACT_MATCH
+    from selfattn_lib.transformer import Transformer, TransformerConfig
+
+    vocabulary = tasks.VOCABULARY
+    train_set = tasks.make_dataset(50 * 96, np.random.default_rng(10))
+    held_out = tasks.make_dataset(200, np.random.default_rng(11), split="held_out")
+    low, high = _CH10_BROKEN_EXACT_MATCH
+    for seed in (1,):
+        torch.manual_seed(seed)
+        config = TransformerConfig(
+            len(vocabulary), len(vocabulary), d_model=64, n_heads=4, d_ff=128, n_layers=2,
+            dropout=0.0, max_len=32, share_embeddings=True, tie_output=True,
+        )  # fmt: skip
+        model = Transformer(config)
+        optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+        for step in range(50):
+            rows = slice(step * 96, (step + 1) * 96)
+            src = torch.from_numpy(train_set.src_ids[rows])
+            tgt = torch.from_numpy(train_set.tgt_ids[rows])
+            loss = training.sequence_loss(model(src, tgt), tgt, pad_id=vocabulary.pad_id)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        model.eval()
+        measured = training.exact_match(model, held_out.src_ids, held_out.targets, vocabulary)
+        assert low <= measured <= high, (seed, measured)
+        assert loss.item() < 0.05, (seed, loss.item())  # it learned something: to copy
 
 
 # Every checker of the chapter with a correct answer: test_exercises_registry.py runs them.

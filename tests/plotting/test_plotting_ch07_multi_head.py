@@ -148,3 +148,83 @@ def test_ch7_head_weights_rejects_bad_input_and_draws_into_given_axes():
     weights = np.full((2, 1, 3), 1 / 3)  # cross-attention: T_q = 1 query, T_k = 3 keys
     assert plotting.head_weights(weights, ["q"], key_tokens=["a", "b", "c"], axes=axes[1]) is fig
     assert axes[0, 0].get_title() == "" and axes[1, 1].get_title() == "head 1"
+
+
+def ch7_flow_arrays(seed=0):
+    """A tiny layer as the notebook computes it, step by step: T = 3, D = 4, H = 2."""
+    from selfattn_lib import multihead
+    from selfattn_lib.softmax import softmax
+
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(3, 4)).round(1)
+    params = multihead.MultiHeadParams.init(4, rng)
+    q, k, v = x @ params.w_q, x @ params.w_k, x @ params.w_v
+    # Each head by hand: its own block of columns, its own softmax.
+    q_heads, k_heads, v_heads = (np.stack([a[:, :2], a[:, 2:]]) for a in (q, k, v))
+    weights = softmax(q_heads @ k_heads.transpose(0, 2, 1) / np.sqrt(2))  # (H, T, T)
+    head_outputs = weights @ v_heads  # (H, T, D_h)
+    merged = np.concatenate(list(head_outputs), axis=-1)  # (T, D)
+    arrays = (x, q, k, v, q_heads, k_heads, v_heads, weights, head_outputs, merged)
+    return params, (*arrays, merged @ params.w_o)
+
+
+def test_ch7_multi_head_flow_draws_what_the_library_computes():
+    from selfattn_lib import multihead
+    from selfattn_lib.attention import scaled_dot_product_attention
+    from selfattn_lib.plotting.diagrams import read_back
+
+    params, arrays = ch7_flow_arrays()
+    x = arrays[0]
+    diagram = plotting.multi_head_flow(["the", "cat", "saw"], *arrays)
+    drawn = diagram.figure
+    # Computed again, independently, by the concept functions.
+    output, weights = multihead.multi_head_attention(x, x, params, n_heads=2)
+    q_heads = multihead.split_heads(x @ params.w_q, 2)
+    np.testing.assert_allclose(read_back(drawn, "Y"), output, atol=0.005)
+    for h, sub in enumerate("₀₁"):
+        np.testing.assert_allclose(read_back(drawn, f"A{sub}"), weights[h], atol=0.005)
+        np.testing.assert_allclose(read_back(drawn, f"Q{sub}"), q_heads[h], atol=0.05)
+    heads, _ = scaled_dot_product_attention(
+        q_heads, *(multihead.split_heads(x @ w, 2) for w in (params.w_k, params.w_v))
+    )
+    np.testing.assert_allclose(read_back(drawn, "Z"), multihead.merge_heads(heads), atol=0.005)
+    np.testing.assert_allclose(read_back(drawn, "X"), x, atol=1e-12)
+    assert read_back(drawn, "A₀").shape == (3, 3) and read_back(drawn, "V₁").shape == (3, 2)
+    assert diagram.alt.startswith(
+        "Computed diagram: multi_head_attention: T = 3, D = 4, H = 2 heads of D_h = 2: "
+        "X (3 × 4) Q (3 × 4) K (3 × 4) V (3 × 4) split_heads → Q₀ (3 × 2) K₀ (3 × 2) "
+        "V₀ (3 × 2) Q₁ (3 × 2) K₁ (3 × 2) V₁ (3 × 2) softmax → A₀ (3 × 3) A₁ (3 × 3) "
+        "× Vₕ → Z₀ (3 × 2) Z₁ (3 × 2) merge_heads → Z (3 × 4) × W_O = Y (3 × 4)."
+    )
+    assert drawn.get_size_inches()[0] <= plotting.COLUMN_WIDTH
+    texts = [t for ax in drawn.axes for t in ax.texts] + list(drawn.texts)
+    assert min(t.get_fontsize() for t in texts) >= 8
+
+
+def test_ch7_multi_head_flow_refuses_arrays_of_the_wrong_shape():
+    _, arrays = ch7_flow_arrays()
+    tokens = ["the", "cat", "saw"]
+    with pytest.raises(ValueError, match="tokens must have 3 labels, got 2"):
+        plotting.multi_head_flow(tokens[:2], *arrays)
+    wrong = list(arrays)
+    wrong[5] = arrays[5][:, :, :1]  # k_heads with D_h = 1
+    with pytest.raises(ValueError, match=r"k_heads must have shape \(2, 3, 2\)"):
+        plotting.multi_head_flow(tokens, *wrong)
+    wrong = list(arrays)
+    wrong[4] = arrays[4][:1]  # one head of D_h = 2 cannot make D = 4
+    with pytest.raises(ValueError, match="H · D_h = D = 4"):
+        plotting.multi_head_flow(tokens, *wrong)
+
+
+def test_ch7_split_steps_draws_the_three_steps_of_a_split_in_the_column():
+    from selfattn_lib.plotting.ch07_multi_head import split_steps
+
+    numbers = np.arange(24).reshape(4, 6)  # (T, D)
+    split = numbers.reshape(4, 2, 3)  # (T, H, D_h)
+    fig = split_steps([numbers, split, split.transpose(1, 0, 2)], 2, ["a", "b", "c", "d"])
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert titles[0] == "1. x: (B, T, D) = (1, 4, 6)"
+    assert titles[-1] == "3. transpose to (B, H, T, D_h) = (1, 2, 4, 3)"
+    assert fig.get_size_inches()[0] <= plotting.COLUMN_WIDTH
+    with pytest.raises(ValueError, match="x, its reshape and its transpose"):
+        split_steps([numbers], 2)

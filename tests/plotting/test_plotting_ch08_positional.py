@@ -36,33 +36,6 @@ def test_ch8_encoding_heatmap_non_negative_data_and_bad_input():
     assert len(left.images) == 0 and len(right.images) == 1
 
 
-def test_ch8_wavelength_plot_draws_a_geometric_sequence_on_a_log_axis():
-    fig = plotting.wavelength_plot(16, base=100.0)
-    ax = fig.axes[0]
-    wavelengths = ax.lines[0].get_ydata()
-    expected = 2 * np.pi * 100.0 ** (np.arange(0, 16, 2) / 16)
-    np.testing.assert_allclose(wavelengths, expected)
-    np.testing.assert_allclose(wavelengths[1:] / wavelengths[:-1], 100.0 ** (2 / 16))
-    assert ax.get_yscale() == "log"
-    references = sorted(line.get_ydata()[0] for line in ax.lines[1:])
-    np.testing.assert_allclose(references, [2 * np.pi, 2 * np.pi * 100.0])
-    assert wavelengths.max() < 2 * np.pi * 100.0  # the slowest pair never reaches 2π · base
-    assert "D = 16" in ax.get_title() and "wavelength" in ax.get_ylabel()
-
-
-@pytest.mark.parametrize(
-    ("d_model", "base", "error", "message"),
-    [
-        (7, 10000.0, ValueError, "d_model must be even"),
-        (0, 10000.0, ValueError, "d_model must be a positive integer"),
-        (8, -1.0, ValueError, "base must be a finite positive number"),
-    ],
-)
-def test_ch8_wavelength_plot_rejects_bad_input(d_model, base, error, message):
-    with pytest.raises(error, match=message):
-        plotting.wavelength_plot(d_model, base=base)
-
-
 def test_ch8_positional_waves_marks_the_value_and_highlights_the_dimension():
     from selfattn_lib.positional import sinusoidal_encoding
 
@@ -100,3 +73,61 @@ def test_ch8_positional_waves_rejects_bad_input_and_draws_into_given_axes():
     axes = fig.subplots(2, 2)
     assert plotting.positional_waves(8, 1, 0, axes=axes[1]) is fig
     assert axes[0, 0].get_title() == "" and axes[1, 1].get_title() == "PE[1], all 8 dimensions"
+
+
+def ch8_rope_case(d_model=8, positions=(0, 1, 2, 3)):
+    from selfattn_lib import positional
+
+    q = np.zeros((len(positions), d_model))
+    q[:, 0], q[:, 1] = 1.0, 0.4  # the same query at every position
+    rotated = positional.apply_rope(q, np.array(positions))  # (n, D)
+    angles = positional.rope_angles(np.array(positions), d_model)[:, 0]  # (n,)
+    return rotated[:, :2], list(positions), angles
+
+
+def test_ch8_rope_rotation_draws_the_library_numbers_and_says_them_in_its_alt_text():
+    from matplotlib.text import Annotation, Text
+
+    from selfattn_lib.plotting.diagrams import Diagram
+
+    pair_values, positions, angles = ch8_rope_case()
+    diagram = plotting.rope_rotation(pair_values, positions, angles, d_model=8)
+    assert isinstance(diagram, Diagram)
+    fig = diagram.figure
+    assert fig.get_size_inches()[0] <= plotting.COLUMN_WIDTH
+    arrows = {a.get_gid(): a.xy for a in fig.findobj(Annotation) if a.get_gid()}
+    for index, row in enumerate(pair_values):
+        np.testing.assert_allclose(arrows[f"arrow[{index}]"], row)
+    texts = [t for t in fig.findobj(Text) if t.get_text()]
+    labels = {t.get_gid(): t.get_text() for t in texts if t.get_gid()}
+    drawn = [float(labels[f"angle[{i},0]"].split("\n")[1].split()[0]) for i in range(4)]
+    np.testing.assert_allclose(drawn, [0.0, 1.0, 2.0, 3.0])  # pos · ω_0 with ω_0 = 1
+    assert min(t.get_fontsize() for t in texts) >= 8
+    features = [t.get_text() for t in texts if t.get_text().startswith("x")]
+    assert features == [f"x{j}" for j in range(8)] * 2
+    alt = diagram.alt
+    assert alt.startswith("Computed diagram: RoPE turns pairs of features, D = 8.")
+    assert "(x0, x1), (x2, x3), (x4, x5), (x6, x7)" in alt
+    assert "(x0, x4), (x1, x5), (x2, x6), (x3, x7)" in alt
+    a, b = pair_values[1]
+    assert f"position 1, θ = 1.00 rad, ({a:.2f}, {b:.2f})" in alt
+    assert diagram._repr_mimebundle_()["text/plain"] == alt
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"pair_values": np.ones((4, 3))}, r"shape \(n, 2\)"),
+        ({"positions": [0, 1]}, "one position and one angle per row"),
+        ({"d_model": 7}, "positive even integer"),
+        ({"d_model": 18}, "at most 16 features"),
+        ({"pair": 4}, r"pair must be in \[0, 4\)"),
+        ({"pair_values": np.full((4, 2), np.nan)}, "NaN or infinity"),
+    ],
+)
+def test_ch8_rope_rotation_rejects_bad_input(change, message):
+    pair_values, positions, angles = ch8_rope_case()
+    arguments = {"pair_values": pair_values, "positions": positions, "angles": angles}
+    arguments |= {"d_model": 8, **change}
+    with pytest.raises(ValueError, match=message):
+        plotting.rope_rotation(**arguments)

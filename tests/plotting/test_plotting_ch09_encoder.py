@@ -2,64 +2,37 @@
 
 import numpy as np
 import pytest
+import torch
 from matplotlib.figure import Figure
 
 from selfattn_lib import plotting
+from selfattn_lib.layers import EncoderLayer
+from selfattn_lib.plotting.architecture import read_blocks
 
 
-@pytest.mark.parametrize(
-    ("norm_first", "steps", "title"),
-    [
-        (
-            False,
-            [
-                "multi-head self-attention",
-                "+",
-                "layer norm",
-                "feed-forward (each position)",
-                "+",
-                "layer norm",
-            ],
-            "Post-norm (the paper): LN(x + Sublayer(x))",
-        ),
-        (
-            True,
-            [
-                "layer norm",
-                "multi-head self-attention",
-                "+",
-                "layer norm",
-                "feed-forward (each position)",
-                "+",
-            ],
-            "Pre-norm: x + Sublayer(LN(x))",
-        ),
-    ],
-)
-def test_ch9_encoder_layer_diagram_draws_the_steps_in_order(norm_first, steps, title):
-    fig = plotting.encoder_layer_diagram(norm_first=norm_first)
-    ax = fig.axes[0]
-    labelled = [text for text in ax.texts if text.get_text()]  # arrows have no text
-    texts = [text.get_text() for text in labelled]
-    assert texts[0] == "x  (B, T, D)"
-    assert texts[1:7] == steps
-    assert texts[-1] == "residual\n(identity)"
-    assert ax.get_title() == title
-    skip_lines = [line for line in ax.lines if line.get_color() == plotting.OKABE_ITO[1]]
-    assert len(skip_lines) == 4  # two residual paths, each a polyline and its starting dot
-    heights = [text.get_position()[1] for text in labelled[:8]]
-    assert heights == sorted(heights), "the flow goes from the bottom to the top"
-    arrows = [text for text in ax.texts if not text.get_text()]
-    assert len(arrows) == 7 + 2  # one per step of the main path, one per residual path
-    assert texts[7].startswith("to the next layer")
-    assert texts[7].count("\n") == int(norm_first)  # pre-norm's longer label is wrapped
-
-
-def test_ch9_encoder_layer_diagram_draws_into_given_axes():
-    fig = Figure()
-    left, right = fig.subplots(1, 2)
-    assert plotting.encoder_layer_diagram(ax=right) is fig
-    assert left.get_title() == "" and right.get_title().startswith("Post-norm")
+def test_ch9_encoder_layer_diagram_draws_the_layer_s_modules_with_their_recorded_shapes():
+    x = torch.zeros(2, 5, 8)
+    post, pre = (EncoderLayer(8, 2, 16, norm_first=first).eval() for first in (False, True))
+    diagram = plotting.encoder_layer_diagram(
+        plotting.record_shapes(post, x), plotting.record_shapes(pre, x)
+    )
+    blocks = read_blocks(diagram.figure)
+    assert [blocks[key][0] for key in blocks if key.startswith("post_")] == [
+        "x", "self_attention", "add & norm_1", "feed_forward", "add & norm_2",
+        "to the next layer",
+    ]  # fmt: skip
+    assert [blocks[key][0] for key in blocks if key.startswith("pre_")] == [
+        "x", "norm_1", "self_attention", "add", "norm_2", "feed_forward", "add",
+        "next layer (a norm after the last)",
+    ]  # fmt: skip
+    # Every module of the layer keeps the shape of its input, as a run of it says.
+    assert {shape for _, shape in blocks.values() if shape} == {"2 × 5 × 8"}
+    assert diagram.alt.startswith("Computed diagram")
+    assert "around self_attention into add & norm_1" in diagram.alt
+    assert "around norm_1 into add" in diagram.alt  # pre-norm: the norm is inside the branch
+    assert diagram.figure.get_size_inches()[0] == pytest.approx(plotting.COLUMN_WIDTH)
+    alone = plotting.encoder_layer_diagram(plotting.record_shapes(post, x))
+    assert alone.figure.get_size_inches()[0] == pytest.approx(plotting.COLUMN_WIDTH / 2)
 
 
 def test_ch9_normalization_axes_highlights_a_row_and_a_column():

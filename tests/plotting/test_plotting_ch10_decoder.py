@@ -103,3 +103,46 @@ def test_ch10_cross_attention_maps_single_map_into_given_axes():
 def test_ch10_cross_attention_maps_rejects_bad_input(weights, source, target, options, message):
     with pytest.raises(ValueError, match=message):
         plotting.cross_attention_maps(weights, source, target, **options)
+
+
+def test_ch10_transformer_diagram_draws_the_model_s_modules_with_their_recorded_shapes():
+    import torch
+
+    from selfattn_lib.plotting.architecture import read_blocks
+    from selfattn_lib.transformer import Transformer, TransformerConfig
+
+    config = TransformerConfig(11, 13, d_model=8, n_heads=2, d_ff=16, n_layers=3)
+    src, tgt = torch.ones(2, 7, dtype=torch.long), torch.ones(2, 5, dtype=torch.long)
+    shapes = plotting.record_shapes(Transformer(config).eval(), src, tgt)
+    diagram = plotting.transformer_diagram(shapes, title="t")
+    blocks = read_blocks(diagram.figure)
+    assert blocks["tgt_embedding"][1] == "2 × 5 × 8"
+    shared = TransformerConfig(11, 11, d_model=8, n_heads=2, d_ff=16, share_embeddings=True)
+    shapes = plotting.record_shapes(Transformer(shared).eval(), src, tgt)
+    shared_blocks = read_blocks(plotting.transformer_diagram(shapes).figure)
+    assert shared_blocks["tgt_embedding"][1] == "2 × 5 × 8"  # one module, called twice
+    assert blocks["src"] == ("source tokens", "2 × 7")
+    assert blocks["enc_ff"] == ("feed_forward", "2 × 7 × 8")
+    assert blocks["dec_cross"] == ("cross_attention", "2 × 5 × 8")  # one row per target token
+    assert blocks["output"] == ("output (Linear) → softmax", "2 × 5 × 13")  # the target vocabulary
+    assert "repeated 3 times" in diagram.alt  # the model's number of layers
+    assert "add & norm_2 into cross_attention (memory)" in diagram.alt
+    assert diagram.figure.get_size_inches()[0] <= plotting.COLUMN_WIDTH
+
+
+def test_ch10_decoder_layer_diagram_reads_the_memory_into_cross_attention():
+    import torch
+
+    from selfattn_lib.layers import DecoderLayer
+    from selfattn_lib.plotting.architecture import read_blocks
+
+    y, memory = torch.zeros(3, 4, 8), torch.zeros(3, 9, 8)
+    shapes = plotting.record_shapes(DecoderLayer(8, 2, 16).eval(), y, memory)
+    diagram = plotting.decoder_layer_diagram(shapes, tuple(memory.shape))
+    blocks = read_blocks(diagram.figure)
+    assert blocks["y"] == ("y: the target so far", "3 × 4 × 8")
+    assert blocks["memory"] == ("memory (encoder output)", "3 × 9 × 8")
+    # Queries come from the target, so cross-attention returns one row per target token.
+    assert blocks["dec_cross"] == ("cross_attention", "3 × 4 × 8")
+    assert "memory (encoder output) into cross_attention" in diagram.alt
+    assert "around cross_attention into add & norm_2" in diagram.alt

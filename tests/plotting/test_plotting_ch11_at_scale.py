@@ -134,3 +134,107 @@ def test_ch11_block_schedule_draws_the_running_statistics_of_online_softmax():
     fig = plotting.block_schedule(scores, block_size=4, row=1)
     sums = [patch.get_height() for patch in fig.axes[2].patches]
     assert np.allclose(sums, running_statistics(scores[1], 4)[1], rtol=0, atol=0)
+
+
+def test_ch11_kv_cache_growth_draws_the_cache_after_each_step():
+    from selfattn_lib.kv_cache import attend_with_cache
+    from selfattn_lib.plotting.diagrams import read_back
+
+    rng = np.random.default_rng(4)
+    q, k, v = (rng.normal(size=(1, 3, 2)) for _ in range(3))  # (B, T, D_h)
+    k_cache, v_cache = np.zeros((1, 0, 2)), np.zeros((1, 0, 2))
+    keys, values, weights = [], [], []
+    for t in range(3):
+        _, k_cache, v_cache = attend_with_cache(
+            q[:, t : t + 1], k[:, t : t + 1], v[:, t : t + 1], k_cache, v_cache
+        )
+        scores = k_cache[0] @ q[0, t] / np.sqrt(2)
+        keys.append(k_cache[0])
+        values.append(v_cache[0])
+        weights.append(np.exp(scores) / np.exp(scores).sum())
+    d = plotting.kv_cache_growth(["<bos>", "7", "3"], list(q[0]), keys, values, weights)
+    for step in (1, 2, 3):
+        np.testing.assert_allclose(read_back(d.figure, f"K{step}"), k[0, :step], atol=0.05)
+        np.testing.assert_allclose(read_back(d.figure, f"V{step}"), v[0, :step], atol=0.05)
+        np.testing.assert_allclose(
+            read_back(d.figure, f"q{step}"), q[0, step - 1 : step], atol=0.05
+        )
+        np.testing.assert_allclose(
+            read_back(d.figure, f"a{step}")[0], weights[step - 1], atol=0.005
+        )
+    assert "K3 (3 × 2)" in d.alt and "3 ← new" in d.alt and d.alt.startswith("Computed diagram")
+    assert d.figure.get_size_inches()[0] <= plotting.COLUMN_WIDTH
+
+
+def test_ch11_kv_cache_growth_rejects_a_cache_that_does_not_grow():
+    same = np.zeros((1, 2))
+    with pytest.raises(ValueError, match="after step 2 the cache holds 2 rows"):
+        plotting.kv_cache_growth(["a", "b"], [np.zeros(2)] * 2, [same, same], [same, same],
+                                 [[1.0], [1.0]])  # fmt: skip
+    with pytest.raises(ValueError, match="one entry per token"):
+        plotting.kv_cache_growth(["a", "b"], [np.zeros(2)], [same], [same], [[1.0]])
+
+
+def test_ch11_fast_and_slow_memory_prints_the_given_byte_counts():
+    from selfattn_lib.attention_cost import score_matrix_bytes, tile_working_bytes
+
+    scores = score_matrix_bytes(1, 1, 4096, 4096, 4)
+    fast = tile_working_bytes(64, 64, 64, 64, 4)
+    d = plotting.fast_and_slow_memory(
+        {"Q, K, V": 3 * 2**20, "S": scores}, {"Q, K, V": 3 * 2**20}, fast, scores=["S"]
+    )
+    texts = {t.get_gid(): t for t in d.figure.axes[0].texts if t.get_gid()}
+    assert texts["direct/slow/S"].get_text() == "64 MiB"
+    assert texts["blocked/fast/tile of scores"].get_text() == "16 KiB"
+    assert texts["blocked/fast/running max and sum"].get_text() == "512 bytes"
+    assert set(texts) == {
+        "direct/slow/Q, K, V", "direct/slow/S", "blocked/slow/Q, K, V",
+        *(f"blocked/fast/{name}" for name in fast),
+    }  # fmt: skip
+    assert "S 64 MiB" in d.alt and "tile of scores 16 KiB" in d.alt
+    assert d.alt.startswith("Computed diagram: ")
+    assert d.figure.get_size_inches()[0] <= plotting.COLUMN_WIDTH
+    sizes = [t.get_fontsize() for t in d.figure.axes[0].texts]
+    assert min(sizes) >= 8
+
+
+def test_ch11_fast_and_slow_memory_rejects_bad_byte_counts():
+    with pytest.raises(ValueError, match="positive"):
+        plotting.fast_and_slow_memory({"S": 0}, {}, {})
+    with pytest.raises(TypeError, match="whole number"):
+        plotting.fast_and_slow_memory({"S": 1.5}, {}, {})
+
+
+def test_ch11_fast_and_slow_memory_stays_inside_the_column():
+    import io
+
+    from matplotlib.image import imread
+
+    fast = {"tile of scores": 2**14, "running max and sum": 512, "accumulator": 2**14}
+    d = plotting.fast_and_slow_memory({"S": 2**26}, {"Q": 2**20}, fast, scores=["S"])
+    png = d._repr_mimebundle_()["image/png"]
+    assert imread(io.BytesIO(png)).shape[1] <= 100 * plotting.COLUMN_WIDTH  # tight bbox
+
+
+def test_ch11_decoding_work_draws_each_way_of_decoding_with_its_count():
+    full = np.tril(np.ones((4, 4)))
+    cached = np.tril(np.full((4, 4), 0.5))
+    np.fill_diagonal(cached, 1.0)
+    fig = plotting.decoding_work({"recompute everything": full, "KV cache": cached})
+    left, right = fig.axes[:2]
+    assert left.get_title() == "recompute everything:\n10 positions computed"
+    assert right.get_title() == "KV cache:\n4 positions computed"
+    np.testing.assert_array_equal(left.images[0].get_array(), full)
+    np.testing.assert_array_equal(right.images[0].get_array(), cached)
+    assert fig.get_size_inches()[0] <= plotting.COLUMN_WIDTH
+    with pytest.raises(ValueError, match="positions"):
+        plotting.decoding_work({"bad": np.full((2, 2), 0.3)})
+
+
+def test_ch11_block_schedule_follows_the_most_rescaled_query_by_default():
+    from selfattn_lib.plotting.ch11_at_scale import most_rescaled_row
+
+    scores = np.array([[3.0, 2.0, 1.0, 0.0], [0.0, 1.0, 2.0, 3.0]])  # row 1 grows at each key
+    assert most_rescaled_row(scores, 1) == 1
+    fig = plotting.block_schedule(scores, 1)
+    assert fig.axes[1].get_title().startswith("query 1:")
