@@ -61,7 +61,7 @@ _BOX_HEIGHT = 0.42
 _LANE = 0.32  # the lane beside a column for its residual paths
 _TITLE = 0.38
 _HEADING = 0.3
-_LABEL_FONT, _SHAPE_FONT = 9.0, 8.0
+_LABEL_FONT, _SHAPE_FONT = 9.0, 8.5
 
 
 @dataclass(frozen=True)
@@ -295,7 +295,7 @@ def architecture(
             column.title,
             ha="center",
             va="bottom",
-            fontsize=9.5,
+            fontsize=_LABEL_FONT,
             fontweight="bold",
         )
         if column.repeat:
