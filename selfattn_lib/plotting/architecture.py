@@ -56,7 +56,7 @@ LINK_COLOUR = OKABE_ITO[0]
 INPUT = "<input>"
 
 # Sizes in inches at the figures' 100 dpi: 8-point text is 11 px tall on the page.
-_ROW = 0.54  # the height of one block's row
+_ROW = 0.5  # the height of one block's row
 _BOX_HEIGHT = 0.42
 _LANE = 0.32  # the lane beside a column for its residual paths
 _TITLE = 0.38
