@@ -45,13 +45,7 @@ def sinusoidal_encoding(max_len: int, d_model: int, *, base: float = 10000.0) ->
            [ 0.909, -0.416,  0.02 ,  1.   ]])
     """
     max_len = check_positive_int("max_len", max_len)
-    d_model = check_positive_int("d_model", d_model)
-    if d_model % 2:
-        raise ValueError(f"d_model must be even (sin and cos come in pairs), got {d_model}")
-    base = check_positive_float("base", base)
-    positions = np.arange(max_len)[:, None]  # (T, 1)
-    frequencies = base ** (-np.arange(0, d_model, 2) / d_model)  # (D / 2,)
-    angles = positions * frequencies  # (T, D / 2)
+    angles = rope_angles(np.arange(max_len), d_model, base=base)  # (T, D / 2): pos · ω_i
     encoding = np.empty((max_len, d_model))  # (T, D)
     encoding[:, 0::2] = np.sin(angles)
     encoding[:, 1::2] = np.cos(angles)
@@ -83,7 +77,7 @@ def rope_angles(positions: ArrayLike, d_model: int, *, base: float = 10000.0) ->
     """
     d_model = check_positive_int("d_model", d_model)
     if d_model % 2:
-        raise ValueError(f"d_model must be even (features are rotated in pairs), got {d_model}")
+        raise ValueError(f"d_model must be even (features come in pairs), got {d_model}")
     base = check_positive_float("base", base)
     positions = as_float_array("positions", positions, layout="(T,)")
     frequencies = base ** (-np.arange(0, d_model, 2) / d_model)  # (D / 2,)

@@ -9,6 +9,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Arc, Rectangle
 
+from selfattn_lib._validation import check_positive_int
 from selfattn_lib.plotting.base import (
     COLUMN_WIDTH,
     DIVERGING_CMAP,
@@ -71,7 +72,7 @@ def encoding_heatmap(
 
 def _pair_wavelengths(d_model: int, base: float) -> np.ndarray:
     """``λ_i = 2π · base^(2i / D)`` for the ``D / 2`` sin/cos pairs, shape ``(D / 2,)``."""
-    from selfattn_lib._validation import check_positive_float, check_positive_int
+    from selfattn_lib._validation import check_positive_float
 
     d_model = check_positive_int("d_model", d_model)
     if d_model % 2:
@@ -232,8 +233,9 @@ def rope_rotation(
         )
     if not np.isfinite(values).all():
         raise ValueError("pair_values contain NaN or infinity")
-    if isinstance(d_model, bool) or not isinstance(d_model, int) or d_model < 2 or d_model % 2:
-        raise ValueError(f"d_model must be a positive even integer, got {d_model!r}")
+    d_model = check_positive_int("d_model", d_model)
+    if d_model % 2:
+        raise ValueError(f"d_model must be a positive even integer, got {d_model}")
     if d_model > 16:
         raise ValueError(f"draw at most 16 features (d_model <= 16), got {d_model}")
     half = d_model // 2
