@@ -3,8 +3,8 @@ network, and renders in a real browser (headless Debian Chromium) with the netwo
 maths typeset, every figure present and described, working launch buttons, a clean console,
 and no serious or critical accessibility violation (axe-core) on any page.
 
-The build executes every notebook, so this file takes a few minutes. The accessibility audit
-lives here, not in a file of its own, so that one pytest-xdist worker builds the site once.
+The build shows the notebooks' committed outputs (strict nbval checks them); the accessibility
+audit lives here, not in a file of its own, so that one pytest-xdist worker builds the site once.
 """
 
 from __future__ import annotations
