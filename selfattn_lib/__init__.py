@@ -7,7 +7,8 @@ against this library. One module per concept, in the order the course teaches th
 ``similarity`` → ``softmax`` → ``kernel_regression`` → ``attention`` → ``masks`` → ``multihead``
 → ``positional`` → ``encoder`` (NumPy only), then ``layers``, ``transformer``, ``tasks`` and
 ``training`` (PyTorch), then
-``attention_cost`` → ``kv_cache`` → ``online_softmax`` (NumPy, attention at scale).
+``attention_cost`` → ``kv_cache`` → ``online_softmax`` (NumPy, attention at scale), then
+``sampling`` → ``tokenization`` (NumPy) → ``language_model`` (PyTorch: a small GPT).
 
 Beside them: ``embeddings`` (a small word-vector set), ``plotting`` (figures: shared
 primitives and one module per chapter), ``widgets`` (interactive wrappers) and ``exercises``
@@ -25,6 +26,7 @@ All arrays are batch-first. The same names are used in every docstring and shape
 ``D``    model (embedding) dimension; ``D_k``/``D_v`` for key and value sizes
 ``H``    number of attention heads
 ``D_h``  size of one head, ``D_h = D / H``
+``V``    vocabulary size (the number of distinct tokens; logits are ``(B, T, V)``)
 =======  ==============================================================
 
 Masks are boolean and ``True`` means "may attend", as in
@@ -53,4 +55,7 @@ CONCEPT_MODULES = (
     "attention_cost",
     "kv_cache",
     "online_softmax",
+    "sampling",
+    "tokenization",
+    "language_model",
 )

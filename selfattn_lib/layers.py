@@ -8,7 +8,9 @@ One class per idea, in the order the course builds them:
 - :class:`EncoderLayer` and :class:`DecoderLayer` — attention and feed-forward sublayers, each
   wrapped in a residual connection and a layer norm (the torch twins of
   :func:`selfattn_lib.encoder.encoder_layer`);
-- :class:`Encoder` and :class:`Decoder` — stacks of layers.
+- :class:`Encoder` and :class:`Decoder` — stacks of layers;
+- :class:`LayerCache` — the keys and values one attention layer has computed so far, for
+  generating one token at a time (chapter 12).
 
 Layer norm placement. The paper puts it *after* each residual addition ("post-norm"):
 ``x = LayerNorm(x + Sublayer(x))``. Most later models put it *before* the sublayer
@@ -50,6 +52,11 @@ class MultiHeadAttention(nn.Module):
     and ``W_O`` as a plain ``nn.Linear`` (``√3`` times smaller). Given the same weights, the
     two compute the same outputs (tests/test_layers.py).
     Dropout (training only) acts on the attention weights, as in PyTorch.
+
+    With a ``cache`` (:class:`LayerCache`), the projected keys and values of this call are
+    appended to those of earlier calls, and the queries attend to all of them: a decoder that
+    generates one token at a time projects only the newest token (chapter 12). The mask then
+    covers every key, cached ones included: ``(T_q, t + T_k)``.
 
     Shapes
     ------
@@ -96,6 +103,8 @@ class MultiHeadAttention(nn.Module):
         value: Tensor,
         mask: Tensor | None = None,
         return_weights: bool = False,
+        *,
+        cache: LayerCache | None = None,
     ) -> Tensor | tuple[Tensor, Tensor]:
         _check_sequences(self.d_model, query=query, key=key, value=value)
         if key.shape[:2] != value.shape[:2] or query.shape[0] != key.shape[0]:
@@ -104,10 +113,12 @@ class MultiHeadAttention(nn.Module):
                 f"same length: query has shape {tuple(query.shape)}, key has shape "
                 f"{tuple(key.shape)}, value has shape {tuple(value.shape)}"
             )
-        batch_size, t_q, t_k = query.shape[0], query.shape[1], key.shape[1]
         q = self._split_heads(self.w_q(query))  # (B, H, T_q, D_h)
         k = self._split_heads(self.w_k(key))  # (B, H, T_k, D_h)
         v = self._split_heads(self.w_v(value))  # (B, H, T_k, D_h)
+        if cache is not None:  # the earlier tokens' keys and values come first
+            k, v = _check_cache(cache).extend(k, v)  # (B, H, t + T_k, D_h)
+        batch_size, t_q, t_k = query.shape[0], query.shape[1], k.shape[2]
         scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)  # (B, H, T_q, T_k)
         if mask is not None and getattr(mask, "ndim", 0) == 4:  # already has a head axis
             mask = check_mask(mask, (batch_size, self.n_heads, t_q, t_k))
@@ -256,7 +267,9 @@ class EncoderLayer(nn.Module):
     ------
     ``x``: ``(B, T, D)``, ``mask``: broadcastable to ``(B, T, T)`` (usually a padding mask
     ``(B, 1, T)``) → ``(B, T, D)`` and, when ``return_weights=True``, the self-attention
-    weights ``(B, H, T, T)``.
+    weights ``(B, H, T, T)``. With a ``cache`` (:class:`LayerCache` holding ``t`` earlier
+    tokens), ``mask`` is ``(T, t + T)`` and the weights ``(B, H, T, t + T)``: with a causal
+    mask this layer is a decoder layer without cross-attention (chapter 12's GPT).
 
     Examples
     --------
@@ -284,15 +297,20 @@ class EncoderLayer(nn.Module):
         self.norm_first = bool(norm_first)
 
     def forward(
-        self, x: Tensor, mask: Tensor | None = None, return_weights: bool = False
+        self,
+        x: Tensor,
+        mask: Tensor | None = None,
+        return_weights: bool = False,
+        *,
+        cache: LayerCache | None = None,
     ) -> Tensor | tuple[Tensor, Tensor]:
         if self.norm_first:
             normed = self.norm_1(x)
-            attended, weights = self.self_attention(normed, normed, normed, mask, True)
+            attended, weights = self.self_attention(normed, normed, normed, mask, True, cache=cache)
             x = x + self.dropout(attended)  # (B, T, D)
             x = x + self.dropout(self.feed_forward(self.norm_2(x)))
         else:
-            attended, weights = self.self_attention(x, x, x, mask, True)
+            attended, weights = self.self_attention(x, x, x, mask, True, cache=cache)
             x = self.norm_1(x + self.dropout(attended))  # (B, T, D)
             x = self.norm_2(x + self.dropout(self.feed_forward(x)))
         return (x, weights) if return_weights else x
@@ -502,6 +520,83 @@ class Decoder(_Stack):
         return_weights: bool = False,
     ) -> Tensor | tuple[Tensor, list[tuple[Tensor, Tensor]]]:
         return self._run(x, return_weights, memory, self_mask, memory_mask)
+
+
+class LayerCache:
+    """The keys and values that one attention layer has computed so far: a KV cache.
+
+    A model that writes one token at a time gives every layer its own cache; at each step the
+    layer appends the new tokens' keys and values (:meth:`extend`) and attends with the new
+    queries to everything cached. The cache is explicit state owned by the caller (nothing is
+    kept on the module), and it holds the keys and values after the projections and the split
+    into heads.
+
+    Shapes
+    ------
+    ``keys`` and ``values``: ``(B, H, t, D_h)`` after ``t`` tokens (``None`` before the first).
+
+    Examples
+    --------
+    >>> cache = LayerCache()
+    >>> keys, values = cache.extend(torch.zeros(1, 2, 3, 4), torch.ones(1, 2, 3, 4))
+    >>> keys, values = cache.extend(torch.zeros(1, 2, 1, 4), torch.ones(1, 2, 1, 4))
+    >>> cache.length, tuple(keys.shape), cache.nbytes
+    (4, (1, 2, 4, 4), 256)
+    """
+
+    def __init__(self) -> None:
+        self.keys: Tensor | None = None
+        self.values: Tensor | None = None
+
+    @property
+    def length(self) -> int:
+        """How many tokens the cache holds (``t``)."""
+        return 0 if self.keys is None else self.keys.shape[2]
+
+    @property
+    def nbytes(self) -> int:
+        """The memory of the cached keys and values: ``2 · B · H · t · D_h`` numbers."""
+        if self.keys is None or self.values is None:
+            return 0
+        return sum(tensor.numel() * tensor.element_size() for tensor in (self.keys, self.values))
+
+    def extend(self, keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor]:
+        """Append new keys and values along the token axis; return everything cached.
+
+        Shapes
+        ------
+        ``keys``, ``values``: ``(B, H, T, D_h)`` → both ``(B, H, t + T, D_h)``.
+        """
+        for name, tensor in (("keys", keys), ("values", values)):
+            if not isinstance(tensor, Tensor):
+                raise TypeError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
+            if tensor.ndim != 4:
+                raise ValueError(
+                    f"{name} must be a tensor of shape (B, H, T, D_h), got "
+                    f"{tuple(getattr(tensor, 'shape', ()))}"
+                )
+        if keys.shape != values.shape:
+            raise ValueError(
+                f"keys and values must have the same shape: {tuple(keys.shape)} and "
+                f"{tuple(values.shape)}"
+            )
+        if self.keys is not None and self.values is not None:
+            cached = self.keys.shape
+            if (cached[0], cached[1], cached[3]) != (keys.shape[0], keys.shape[1], keys.shape[3]):
+                raise ValueError(
+                    "new keys must match the cached ones in B, H and D_h: the cache holds "
+                    f"{tuple(cached)}, the new keys have shape {tuple(keys.shape)}"
+                )
+            keys = torch.cat([self.keys, keys], dim=2)  # (B, H, t + T, D_h)
+            values = torch.cat([self.values, values], dim=2)  # (B, H, t + T, D_h)
+        self.keys, self.values = keys, values
+        return keys, values
+
+
+def _check_cache(cache: object) -> LayerCache:
+    if not isinstance(cache, LayerCache):
+        raise TypeError(f"cache must be a LayerCache or None, got {type(cache).__name__}")
+    return cache
 
 
 def masked_softmax(scores: Tensor, mask: Tensor | None) -> Tensor:

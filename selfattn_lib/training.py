@@ -242,11 +242,7 @@ def train(
     epochs = check_positive_int("epochs", epochs)
     batch_size = check_positive_int("batch_size", batch_size)
     bos_id = check_token_id("bos_id", bos_id)
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(
-            "generator must be a torch.Generator (torch.Generator().manual_seed(seed)), "
-            f"got {type(generator).__name__}"
-        )
+    _check_generator(generator)
     if callable(learning_rate):
         schedule = learning_rate
     else:
@@ -293,6 +289,14 @@ def train(
             history.epoch_losses.append(epoch_total / steps_per_epoch)
         model.eval()
     return history
+
+
+def _check_generator(generator: object) -> None:
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(
+            "generator must be a torch.Generator (torch.Generator().manual_seed(seed)), "
+            f"got {type(generator).__name__}"
+        )
 
 
 def _print_progress(

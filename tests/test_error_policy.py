@@ -20,7 +20,8 @@ import selfattn_lib
 
 torch = pytest.importorskip("torch")
 
-from selfattn_lib import multihead, tasks, transformer  # noqa: E402
+from selfattn_lib import language_model, multihead, tasks, transformer  # noqa: E402
+from selfattn_lib.tokenization import CharTokenizer  # noqa: E402
 
 RNG = np.random.default_rng(0)
 X = RNG.normal(size=(2, 3, 4))  # (B, T, D)
@@ -29,6 +30,9 @@ CONFIG = transformer.TransformerConfig(5, 5, d_model=4, n_heads=1, d_ff=8, n_lay
 MODEL = transformer.Transformer(CONFIG)
 TOKENS = torch.tensor([[1, 2, 3]])
 VOCABULARY = tasks.Vocabulary(("<pad>", "<bos>", "<eos>", "a", "b"))
+PROBABILITIES = np.full((2, 3, 4), 0.25)  # (B, T, V): rows of next-token probabilities
+LM_CONFIG = language_model.GPTConfig(5, context_length=4, d_model=4, n_heads=1, d_ff=8)
+LM_MODEL = language_model.GPT(LM_CONFIG)
 
 
 def encoder_params() -> dict:
@@ -364,10 +368,91 @@ CASES: dict[str, Case] = {
         {"block_size": "2"},
         {"k": X[0, :2]},
     ),
-}
+    "sampling.temperature_probabilities": (
+        lambda: {"logits": X},
+        {"temperature": "1"},
+        {"temperature": 0.0},
+    ),
+    "sampling.top_k_filter": (
+        lambda: {"probabilities": PROBABILITIES, "k": 2},
+        {"k": 2.0},
+        {"k": 5},
+    ),
+    "sampling.top_p_filter": (
+        lambda: {"probabilities": PROBABILITIES, "p": 0.9},
+        {"p": "0.9"},
+        {"p": 1.5},
+    ),
+    "sampling.next_token_probabilities": (
+        lambda: {"logits": X, "temperature": 0.8, "top_k": 3, "top_p": 0.9},
+        {"top_k": 2.5},
+        {"top_p": 0.0},
+    ),
+    "sampling.greedy_token": (lambda: {"logits": X}, {"logits": "x"}, {"logits": X[..., :0]}),
+    "sampling.sample_token": (
+        lambda: {"probabilities": PROBABILITIES, "rng": np.random.default_rng(0)},
+        {"rng": 0},
+        {"probabilities": PROBABILITIES * 2},
+    ),
+    "tokenization.CharTokenizer": (
+        lambda: {"characters": ("a", "b")},
+        {"characters": ("a", 1)},
+        {"characters": ("a", "a")},
+    ),
+    "tokenization.CharTokenizer.from_text": (lambda: {"text": "ab"}, {"text": 3}, {"text": ""}),
+    "tokenization.train_bpe": (
+        lambda: {"ids": [0, 1, 0, 1], "n_merges": 2, "vocab_size": 2},
+        {"n_merges": 2.0},
+        {"ids": [0, 2]},
+    ),
+    "tokenization.apply_merges": (
+        lambda: {"ids": [0, 1, 0, 1], "merges": [(0, 1)], "vocab_size": 2},
+        {"merges": [(0.0, 1.0)]},
+        {"merges": [(0, 2)]},
+    ),
+    "tokenization.expand": (
+        lambda: {"ids": [2, 0], "merges": [(0, 1)], "vocab_size": 2},
+        {"ids": [2.0]},
+        {"ids": [3]},
+    ),
+    "tokenization.merge_pair": (
+        lambda: {"ids": [0, 1, 0, 1], "pair": (0, 1), "new_id": 2},
+        {"pair": "ab"},
+        {"new_id": -1},
+    ),
+    "tokenization.merged_token_strings": (
+        lambda: {"merges": [(0, 1)], "tokenizer": CharTokenizer(("a", "b"))},
+        {"tokenizer": ("a", "b")},
+        {"merges": [(0, 2)]},
+    ),
+    "language_model.GPTConfig": (lambda: {"vocab_size": 5}, {"vocab_size": "5"},
+                                 {"vocab_size": 0}),
+    "language_model.GPT": (lambda: {"config": LM_CONFIG}, {"config": "config"}, None),
+    "language_model.KVCache": (lambda: {"n_layers": 2}, {"n_layers": 2.0}, {"n_layers": 0}),
+    "language_model.causal_mask_after": (
+        lambda: {"n_cached": 1, "n_new": 2}, {"n_cached": "1"}, {"n_cached": -1},
+    ),
+    "language_model.train_language_model": (
+        lambda: {"model": LM_MODEL, "ids": torch.arange(5).repeat(2), "steps": 1,
+                 "batch_size": 2, "generator": torch.Generator().manual_seed(0)},
+        {"generator": 0},
+        {"steps": 0},
+    ),
+    "language_model.bits_per_token": (
+        lambda: {"model": LM_MODEL, "ids": torch.tensor([0, 1, 2])},
+        {"ids": torch.ones(3)},
+        {"ids": torch.tensor([1])},
+    ),
+    "language_model.generate": (
+        lambda: {"model": LM_MODEL, "prompt": [1, 2], "n_new_tokens": 2, "greedy": True},
+        {"prompt": [1.5]},
+        {"n_new_tokens": 0},
+    ),
+}  # fmt: skip
 # Records that hold what a function computed and check nothing themselves.
 NOT_CALLED = {"tasks.DateDataset": "a record made by make_dataset",
-              "training.TrainingHistory": "a record filled by train"}  # fmt: skip
+              "training.TrainingHistory": "a record filled by train",
+              "layers.LayerCache": "filled by attention; extend checks its input"}  # fmt: skip
 
 
 def public_callables() -> dict[str, Callable]:

@@ -16,6 +16,7 @@ from selfattn_lib.multihead import MultiHeadParams, multi_head_attention
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
+from selfattn_lib.layers import LayerCache  # noqa: E402
 from selfattn_lib.transformer import (  # noqa: E402
     Decoder,
     DecoderLayer,
@@ -415,3 +416,46 @@ def test_the_initialisation_is_what_the_docstring_says_beside_pytorchs():
     in_projection = theirs.in_proj_weight.std().item()
     assert in_projection * 2**0.5 == pytest.approx(expected, rel=0.02)
     assert theirs.out_proj.weight.std().item() * 3**0.5 == pytest.approx(expected, rel=0.02)
+
+
+def test_attention_with_a_cache_equals_causal_attention_over_the_whole_sequence():
+    torch.manual_seed(0)
+    attention = MultiHeadAttention(8, 2).double().eval()
+    x = torch.randn(2, 6, 8, dtype=torch.float64)  # (B, T, D)
+    causal = torch.ones(6, 6, dtype=torch.bool).tril()
+    full, full_weights = attention(x, x, x, causal, return_weights=True)
+    cache = LayerCache()
+    steps = []
+    for start, stop in ((0, 3), (3, 4), (4, 6)):  # a prompt, then one token, then two
+        new = x[:, start:stop]
+        mask = causal[start:stop, :stop]  # (T_new, t + T_new)
+        output, weights = attention(new, new, new, mask, return_weights=True, cache=cache)
+        assert weights.shape == (2, 2, stop - start, stop)
+        torch.testing.assert_close(
+            weights, full_weights[:, :, start:stop, :stop], rtol=0, atol=1e-12
+        )
+        steps.append(output)
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, rtol=0, atol=1e-12)
+    assert cache.length == 6 and cache.nbytes == 2 * 2 * 6 * 8 * 8  # keys and values, float64
+
+
+@pytest.mark.parametrize(
+    "keys, values, message",
+    [
+        (torch.zeros(1, 2, 3), torch.zeros(1, 2, 3), r"\(B, H, T, D_h\)"),
+        (torch.zeros(1, 2, 3, 4), torch.zeros(1, 2, 2, 4), "same shape"),
+        (torch.zeros(1, 3, 1, 4), torch.zeros(1, 3, 1, 4), "match the cached ones"),
+    ],
+)
+def test_a_layer_cache_rejects_keys_that_do_not_fit(keys, values, message):
+    cache = LayerCache()
+    cache.extend(torch.zeros(1, 2, 1, 4), torch.zeros(1, 2, 1, 4))
+    with pytest.raises(ValueError, match=message):
+        cache.extend(keys, values)
+
+
+def test_attention_rejects_a_cache_of_the_wrong_kind():
+    attention = MultiHeadAttention(4, 2)
+    x = torch.zeros(1, 2, 4)
+    with pytest.raises(TypeError, match="LayerCache"):
+        attention(x, x, x, cache={"keys": None})

@@ -45,7 +45,7 @@ SESSIONS_PER_WEEK = 2
 # The one-lecture path: the chapters that make self-attention itself, taught in one session.
 ONE_LECTURE = ("03_self_attention_basics", "04_queries_keys_values")
 # A whole term: one numbered chapter a week, then the appendix and a review.
-TERM_WEEKS = 12
+TERM_WEEKS = 13
 # Its graded labs, placed by hand: consecutive chapters, every numbered chapter in one (a test
 # fails until a new chapter is). A lab is handed out in the week of its last chapter and is
 # due a week later.
@@ -53,8 +53,10 @@ LABS = (
     ("01_dot_product_similarity", "02_softmax", "03_self_attention_basics"),
     ("04_queries_keys_values", "05_scaling", "06_masks"),
     ("07_multi_head_attention", "08_positional_encoding", "09_encoder_block"),
-    ("10_decoder_and_cross_attention", "11_attention_at_scale"),
+    ("10_decoder_and_cross_attention", "11_attention_at_scale", "12_gpt_from_the_pieces"),
 )
+# The part whose chapters, with everything they build on, make the language-model bundle.
+LANGUAGE_MODEL_PART = "Part IV — Attention in today's language models"
 # Colours of the parts in the diagram: selfattn_lib.plotting.OKABE_ITO (colour-blind safe).
 PART_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9")
 PLACEHOLDER = re.compile(r"\{\{ *(\w+) *\}\}")
@@ -243,7 +245,8 @@ PLACES: dict[str, tuple[int, int]] = {
     "09_encoder_block": (0, 7),
     "10_decoder_and_cross_attention": (0, 8),
     "11_attention_at_scale": (0, 9),
-    "pitfalls": (0, 10),
+    "12_gpt_from_the_pieces": (0, 10),
+    "pitfalls": (0, 11),
 }
 BOX_WIDTH, LINE, H_GAP, V_GAP = 220, 18, 40, 26
 MARGIN, LEGEND_LINE = 16, 20
@@ -526,45 +529,73 @@ def one_lecture(entries: Sequence[Entry]) -> str:
     return "\n".join(lines)
 
 
+def session_plan(members: Sequence[Entry], heading: str) -> str:
+    """The chapters in reading order, as many per session as fit, their exercises as
+    homework, and a last session for questions and the hard exercises."""
+    sessions: list[list[Entry]] = []
+    for entry in members:
+        time = entry.minutes("cells") or (SESSION_MINUTES, SESSION_MINUTES)
+        used = total_minutes(e.minutes("cells") for e in sessions[-1]) if sessions else None
+        if sessions and used and used[1] + time[1] <= SESSION_MINUTES:
+            sessions[-1].append(entry)
+        else:
+            sessions.append([entry])
+    n_sessions = len(sessions) + 1  # and one for the hard exercises and questions
+    weeks = math.ceil(n_sessions / SESSIONS_PER_WEEK)
+    lines = [
+        f"**{heading}** — {n_sessions} sessions, {weeks} "
+        f"week{'s' if weeks > 1 else ''} at {SESSIONS_PER_WEEK} sessions a week:",
+        "",
+    ]
+    for index, session in enumerate(sessions):
+        week, day = divmod(index, SESSIONS_PER_WEEK)
+        class_time = total_minutes(e.minutes("cells") for e in session)
+        home_time = total_minutes(e.minutes("exercises") for e in session)
+        lines.append(
+            f"{index + 1}. Week {week + 1}, session {day + 1}: {chapters_phrase(session)} "
+            f"({format_minutes(class_time)} minutes in class; homework: "
+            f"{'their' if len(session) > 1 else 'its'} exercises, "
+            f"{format_minutes(home_time)} minutes)."
+        )
+    week, day = divmod(len(sessions), SESSIONS_PER_WEEK)
+    hard = sum(ex.level == "hard" for e in members for ex in e.chapter.exercises)
+    lines.append(
+        f"{n_sessions}. Week {week + 1}, session {day + 1}: questions, and "
+        + (f"the {hard} hard exercises" if hard != 1 else "the hard exercise")
+        + " worked through together."
+    )
+    return "\n".join(lines)
+
+
 def modules(entries: Sequence[Entry]) -> str:
     blocks = []
     numbered_parts = dict.fromkeys(e.part_index for e in entries if e.numbered)
     for part_index in numbered_parts:
         members = [e for e in entries if e.part_index == part_index]
-        sessions: list[list[Entry]] = []
-        for entry in members:
-            time = entry.minutes("cells") or (SESSION_MINUTES, SESSION_MINUTES)
-            used = total_minutes(e.minutes("cells") for e in sessions[-1]) if sessions else None
-            if sessions and used and used[1] + time[1] <= SESSION_MINUTES:
-                sessions[-1].append(entry)
-            else:
-                sessions.append([entry])
-        n_sessions = len(sessions) + 1  # and one for the hard exercises and questions
-        weeks = math.ceil(n_sessions / SESSIONS_PER_WEEK)
-        lines = [
-            f"**{members[0].part}** — {n_sessions} sessions, {weeks} "
-            f"week{'s' if weeks > 1 else ''} at {SESSIONS_PER_WEEK} sessions a week:",
-            "",
-        ]
-        for index, session in enumerate(sessions):
-            week, day = divmod(index, SESSIONS_PER_WEEK)
-            class_time = total_minutes(e.minutes("cells") for e in session)
-            home_time = total_minutes(e.minutes("exercises") for e in session)
-            lines.append(
-                f"{index + 1}. Week {week + 1}, session {day + 1}: {chapters_phrase(session)} "
-                f"({format_minutes(class_time)} minutes in class; homework: "
-                f"{'their' if len(session) > 1 else 'its'} exercises, "
-                f"{format_minutes(home_time)} minutes)."
-            )
-        week, day = divmod(len(sessions), SESSIONS_PER_WEEK)
-        hard = sum(ex.level == "hard" for e in members for ex in e.chapter.exercises)
-        lines.append(
-            f"{n_sessions}. Week {week + 1}, session {day + 1}: questions, and "
-            + (f"the {hard} hard exercises" if hard != 1 else "the hard exercise")
-            + " worked through together."
-        )
-        blocks.append("\n".join(lines))
+        blocks.append(session_plan(members, members[0].part))
     return "\n\n".join(blocks)
+
+
+def language_models(entries: Sequence[Entry]) -> str:
+    """The bundle for a course on language models: the chapters of the language-model part
+    and every chapter they build on, directly or not (their prerequisites as their opening
+    cells link them), in reading order."""
+    graph = prerequisites(entries)
+    above = ancestors(graph)
+    targets = [e for e in entries if e.part == LANGUAGE_MODEL_PART]
+    if not targets:
+        raise ValueError(f"no published chapter in the part {LANGUAGE_MODEL_PART!r}")
+    needed = {e.stem for e in targets}.union(*(above[e.stem] for e in targets))
+    members = [e for e in entries if e.stem in needed and e.numbered]
+    left_out = [e for e in entries if e.numbered and e.stem not in needed]
+    intro = (
+        f"For learners who come for language models: {chapters_phrase(targets)}, with every "
+        f"chapter {'they build' if len(targets) > 1 else 'it builds'} on, directly or through "
+        f"another chapter ({len(members)} chapters in all)."
+    )
+    if left_out:
+        intro += f" Not needed for them: {chapters_phrase(left_out)}."
+    return intro + "\n\n" + session_plan(members, "Language models")
 
 
 def graded(exercises: Iterable[Exercise]) -> tuple[list[Exercise], list[Exercise]]:
@@ -815,6 +846,7 @@ def render(root: Path = ROOT) -> str:
         "chapters": chapter_sections(entries, config),
         "one_lecture": one_lecture(entries),
         "modules": modules(entries),
+        "language_models": language_models(entries),
         "self_study": self_study(entries),
         "term": term(entries),
         "term_weeks": str(TERM_WEEKS),

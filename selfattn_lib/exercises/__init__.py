@@ -77,6 +77,12 @@ from selfattn_lib.exercises.ch11_at_scale import (
     check_longest_sequence,
     check_merge_softmax_states,
 )
+from selfattn_lib.exercises.ch12_language_model import (
+    check_apply_merges,
+    check_next_token_probabilities,
+    check_top_p_filter,
+    check_train_bpe,
+)
 
 __all__ = [
     "Feedback",
@@ -123,4 +129,8 @@ __all__ = [
     "check_attend_with_cache",
     "check_merge_softmax_states",
     "check_causal_blocked_attention",
+    "check_next_token_probabilities",
+    "check_top_p_filter",
+    "check_apply_merges",
+    "check_train_bpe",
 ]

@@ -95,6 +95,14 @@ from selfattn_lib.plotting.ch11_at_scale import (
     most_rescaled_row,
     scaling_plot,
 )
+from selfattn_lib.plotting.ch12_language_model import (
+    decoding_cost,
+    gpt_diagram,
+    merges_and_length,
+    next_character_bars,
+    next_token_flow,
+    sampling_flow,
+)
 
 __all__ = [
     "record_shapes",
@@ -157,4 +165,10 @@ __all__ = [
     "kv_cache_growth",
     "most_rescaled_row",
     "scaling_plot",
+    "decoding_cost",
+    "gpt_diagram",
+    "merges_and_length",
+    "next_character_bars",
+    "next_token_flow",
+    "sampling_flow",
 ]

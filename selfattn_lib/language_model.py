@@ -1,0 +1,434 @@
+"""A small GPT: a decoder-only language model built from the course's layers (chapter 12).
+
+Take chapter 10's decoder and remove its cross-attention: what is left, masked
+self-attention and a feed-forward network, is an :class:`~selfattn_lib.layers.EncoderLayer`
+under a causal mask. A GPT is a stack of such layers (pre-norm, with a final layer norm, as
+in GPT-2) between a token embedding plus a learned position embedding and an output
+projection that reuses the token embedding matrix (weight tying). It is trained to predict
+every next token of a text at once, and it writes text one token at a time
+(:func:`generate`), optionally with a KV cache (:class:`KVCache`, one
+:class:`~selfattn_lib.layers.LayerCache` per layer) so that each step projects only the
+newest token.
+
+- :class:`GPTConfig` and :class:`GPT` — the model;
+- :func:`causal_mask_after` — the causal mask of new tokens that follow ``t`` cached ones;
+- :func:`train_language_model` — next-token training on random windows of a text;
+- :func:`bits_per_token` — the validation loss in bits;
+- :func:`generate` — greedy decoding or sampling (:mod:`selfattn_lib.sampling`), with or
+  without the cache.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from selfattn_lib._validation import check_positive_int, check_probability
+from selfattn_lib.layers import Encoder, LayerCache
+from selfattn_lib.sampling import greedy_token, next_token_probabilities, sample_token
+from selfattn_lib.training import TrainingHistory, _check_generator, _print_progress
+
+
+@dataclass(frozen=True)
+class GPTConfig:
+    """The sizes of a :class:`GPT`.
+
+    ``context_length`` is the longest sequence the model reads (its learned position
+    embedding has one row per position); ``d_ff`` is the feed-forward network's width.
+
+    Shapes
+    ------
+    Not an array: the model has embeddings ``(V, D)`` and ``(context_length, D)`` and
+    ``n_layers`` layers of ``H`` heads of ``D_h = D / H``.
+
+    Examples
+    --------
+    >>> GPTConfig(vocab_size=100).d_model
+    64
+    """
+
+    vocab_size: int
+    context_length: int = 128
+    d_model: int = 64
+    n_heads: int = 4
+    d_ff: int = 256
+    n_layers: int = 2
+    dropout: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "context_length", "d_model", "n_heads", "d_ff", "n_layers"):
+            check_positive_int(name, getattr(self, name))
+        check_probability("dropout", self.dropout)
+        if self.d_model % self.n_heads:
+            raise ValueError(
+                f"d_model must be divisible by n_heads: d_model = {self.d_model}, "
+                f"n_heads = {self.n_heads}"
+            )
+
+
+class KVCache:
+    """One :class:`~selfattn_lib.layers.LayerCache` per layer of a :class:`GPT`.
+
+    Shapes
+    ------
+    Each layer's keys and values: ``(B, H, t, D_h)`` after ``t`` tokens; in all
+    ``2 · L · B · t · D`` numbers.
+
+    Examples
+    --------
+    >>> cache = KVCache(n_layers=2)
+    >>> cache.length, cache.nbytes
+    (0, 0)
+    """
+
+    def __init__(self, n_layers: int) -> None:
+        self.layers = [LayerCache() for _ in range(check_positive_int("n_layers", n_layers))]
+
+    @property
+    def length(self) -> int:
+        """How many tokens the cache holds (the position of the next token)."""
+        return self.layers[0].length
+
+    @property
+    def nbytes(self) -> int:
+        """The memory of every layer's cached keys and values, in bytes."""
+        return sum(layer.nbytes for layer in self.layers)
+
+
+class GPT(nn.Module):
+    """A decoder-only Transformer language model in the style of GPT-2.
+
+    ``logits = LN(layers(E[tokens] + P[positions])) Eᵀ``: token embeddings ``E`` plus learned
+    position embeddings ``P`` (both drawn with standard deviation 0.02, as in GPT-2), then
+    dropout, ``n_layers`` pre-norm :class:`~selfattn_lib.layers.EncoderLayer` under a
+    causal mask, a final layer norm, and the output projection, which is the token embedding
+    matrix itself (``output.weight is token_embedding.weight``).
+
+    With a ``cache`` (:meth:`new_cache`), the tokens given are taken to follow the ones the
+    cache holds: their positions start at ``cache.length``, their queries attend to the cached
+    keys as well, and their keys and values are appended to the cache.
+
+    Shapes
+    ------
+    ``tokens``: ``(B, T)`` integer ids → logits ``(B, T, V)``; with ``return_weights=True``
+    also a list with each layer's self-attention weights ``(B, H, T, t + T)``.
+
+    Examples
+    --------
+    >>> model = GPT(GPTConfig(vocab_size=10, context_length=8, d_model=8, n_heads=2, d_ff=16))
+    >>> tuple(model(torch.tensor([[1, 2, 3]])).shape)
+    (1, 3, 10)
+    """
+
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        if not isinstance(config, GPTConfig):
+            raise TypeError(f"config must be a GPTConfig, got {type(config).__name__}")
+        self.config = config
+        self.token_embedding = nn.Embedding(config.vocab_size, config.d_model)
+        self.position_embedding = nn.Embedding(config.context_length, config.d_model)
+        for embedding in (self.token_embedding, self.position_embedding):
+            nn.init.normal_(embedding.weight, std=0.02)
+        self.dropout = nn.Dropout(config.dropout)
+        self.blocks = Encoder(
+            config.d_model,
+            config.n_heads,
+            config.d_ff,
+            config.n_layers,
+            dropout=config.dropout,
+            norm_first=True,  # with the final layer norm self.blocks.norm
+        )
+        self.output = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        self.output.weight = self.token_embedding.weight  # tied
+
+    def new_cache(self) -> KVCache:
+        """An empty KV cache for this model.
+
+        Shapes
+        ------
+        One :class:`~selfattn_lib.layers.LayerCache` per layer.
+        """
+        return KVCache(self.config.n_layers)
+
+    def forward(
+        self, tokens: Tensor, *, cache: KVCache | None = None, return_weights: bool = False
+    ) -> Tensor | tuple[Tensor, list[Tensor]]:
+        tokens = _check_tokens(tokens, self.config.vocab_size)
+        start = 0 if cache is None else _check_model_cache(cache, self.config.n_layers).length
+        n_new = tokens.shape[1]
+        if start + n_new > self.config.context_length:
+            raise ValueError(
+                f"the model reads at most context_length = {self.config.context_length} "
+                f"tokens: got {n_new} new tokens after {start} cached ones"
+            )
+        positions = torch.arange(start, start + n_new, device=tokens.device)  # (T,)
+        x = self.token_embedding(tokens) + self.position_embedding(positions)  # (B, T, D)
+        x = self.dropout(x)
+        mask = causal_mask_after(start, n_new, device=tokens.device)  # (T, t + T)
+        layer_caches = [None] * self.config.n_layers if cache is None else cache.layers
+        all_weights = []
+        for layer, layer_cache in zip(self.blocks.layers, layer_caches, strict=True):
+            x, weights = layer(x, mask, return_weights=True, cache=layer_cache)  # (B, T, D)
+            all_weights.append(weights)
+        logits = self.output(self.blocks.norm(x))  # (B, T, V)
+        return (logits, all_weights) if return_weights else logits
+
+
+def causal_mask_after(n_cached: int, n_new: int, *, device: torch.device | None = None) -> Tensor:
+    """The causal mask of ``n_new`` tokens that follow ``n_cached`` earlier ones: new token
+    ``i`` (at position ``n_cached + i``) may attend to every key at a position up to its own.
+
+    Shapes
+    ------
+    → boolean ``(n_new, n_cached + n_new)``; ``n_cached = 0`` gives the square causal mask.
+
+    Examples
+    --------
+    >>> causal_mask_after(2, 2).int()
+    tensor([[1, 1, 1, 0],
+            [1, 1, 1, 1]], dtype=torch.int32)
+    """
+    if isinstance(n_cached, bool) or not isinstance(n_cached, int):
+        raise TypeError(f"n_cached must be a whole number ≥ 0, got {n_cached!r}")
+    if n_cached < 0:
+        raise ValueError(f"n_cached must be a whole number ≥ 0, got {n_cached}")
+    n_new = check_positive_int("n_new", n_new)
+    full = torch.ones(n_new, n_cached + n_new, dtype=torch.bool, device=device)
+    return full.tril(diagonal=n_cached)  # (T, t + T)
+
+
+def train_language_model(
+    model: GPT,
+    ids: Tensor | np.ndarray,
+    *,
+    steps: int,
+    batch_size: int,
+    generator: torch.Generator,
+    learning_rate: float | Callable[[int], float] = 3e-3,
+    weight_decay: float = 0.01,
+    progress: bool = False,
+) -> TrainingHistory:
+    """Train ``model`` to predict every next token of ``ids`` with AdamW.
+
+    Each step draws ``batch_size`` windows of ``context_length + 1`` consecutive tokens at
+    random positions (with ``generator``); the model reads the first ``context_length`` and
+    the loss is the mean cross-entropy against the same window shifted by one. Weight decay
+    acts on the parameters with two dimensions (weight matrices and embeddings), not on
+    biases and layer norms, as in nanoGPT. ``learning_rate`` is a number or a function of the
+    step (1, 2, …). With ``progress``, ten lines of progress are printed. The model is left in
+    eval mode.
+
+    Shapes
+    ------
+    ``ids``: ``(N,)`` token ids with ``N > context_length`` → a
+    :class:`~selfattn_lib.training.TrainingHistory` with ``steps`` losses (in nats).
+
+    Examples
+    --------
+    >>> _ = torch.manual_seed(0)
+    >>> model = GPT(GPTConfig(vocab_size=3, context_length=4, d_model=8, n_heads=2, d_ff=16))
+    >>> history = train_language_model(model, torch.tensor([0, 1, 2] * 10), steps=30,
+    ...     batch_size=4, generator=torch.Generator().manual_seed(0), learning_rate=1e-2)
+    >>> history.losses[-1] < history.losses[0]
+    True
+    """
+    if not isinstance(model, GPT):
+        raise TypeError(f"model must be a GPT, got {type(model).__name__}")
+    context = model.config.context_length
+    ids = _check_tokens(ids, model.config.vocab_size, name="ids", layout="(N,)", ndim=1)
+    if ids.shape[0] <= context:
+        raise ValueError(
+            f"ids must hold more than context_length = {context} tokens, got {ids.shape[0]}"
+        )
+    steps = check_positive_int("steps", steps)
+    batch_size = check_positive_int("batch_size", batch_size)
+    _check_generator(generator)
+    schedule = learning_rate if callable(learning_rate) else (lambda step: learning_rate)
+    decayed = [p for p in model.parameters() if p.ndim == 2]
+    others = [p for p in model.parameters() if p.ndim != 2]
+    optimizer = torch.optim.AdamW(
+        [{"params": decayed, "weight_decay": weight_decay}, {"params": others, "weight_decay": 0}],
+        lr=float(schedule(1)),
+        betas=(0.9, 0.99),
+    )
+    offsets = torch.arange(context + 1)  # (T + 1,)
+    history = TrainingHistory()
+    report_at = {math.ceil(steps * k / 10) for k in range(1, 11)}
+    start = time.perf_counter()
+    model.train()
+    for step in range(1, steps + 1):
+        rate = float(schedule(step))
+        for group in optimizer.param_groups:
+            group["lr"] = rate
+        starts = torch.randint(ids.shape[0] - context, (batch_size, 1), generator=generator)
+        windows = ids[starts + offsets]  # (B, T + 1)
+        logits = model(windows[:, :-1])  # (B, T, V)
+        loss = F.cross_entropy(logits.flatten(0, 1), windows[:, 1:].flatten())
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        history.losses.append(loss.item())
+        history.learning_rates.append(rate)
+        history.seconds = time.perf_counter() - start
+        if progress and step in report_at:
+            _print_progress(history, steps, 1, 1)
+    model.eval()
+    return history
+
+
+@torch.no_grad()
+def bits_per_token(model: GPT, ids: Tensor | np.ndarray, *, batch_size: int = 64) -> float:
+    """The model's mean cross-entropy on ``ids``, in bits per token.
+
+    The tokens are cut into consecutive windows of ``context_length + 1`` that overlap by one
+    token, so that every token but the first is predicted exactly once; a token at the start
+    of a window is predicted from less context than a running model would have, which makes
+    the number slightly pessimistic. A left-over shorter window at the end is scored too.
+
+    Shapes
+    ------
+    ``ids``: ``(N,)`` with ``N ≥ 2`` → one float: the mean over ``N - 1`` predictions.
+
+    Examples
+    --------
+    >>> model = GPT(GPTConfig(vocab_size=4, context_length=4, d_model=8, n_heads=2, d_ff=8))
+    >>> with torch.no_grad():
+    ...     _ = model.output.weight.zero_()  # every token equally likely
+    >>> round(bits_per_token(model, torch.tensor([0, 1, 2, 3, 0, 1, 2])), 6)
+    2.0
+    """
+    if not isinstance(model, GPT):
+        raise TypeError(f"model must be a GPT, got {type(model).__name__}")
+    ids = _check_tokens(ids, model.config.vocab_size, name="ids", layout="(N,)", ndim=1)
+    if ids.shape[0] < 2:
+        raise ValueError(f"ids must hold at least 2 tokens, got {ids.shape[0]}")
+    batch_size = check_positive_int("batch_size", batch_size)
+    context = model.config.context_length
+    n_full = (ids.shape[0] - 1) // context
+    total = 0.0
+    was_training = model.training
+    model.eval()
+    if n_full:
+        windows = ids[: n_full * context + 1].unfold(0, context + 1, context)  # (n, T + 1)
+    for first in range(0, n_full, batch_size):
+        batch = windows[first : first + batch_size]  # (B, T + 1)
+        logits = model(batch[:, :-1])  # (B, T, V)
+        total += F.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten(), reduction="sum")
+    rest = ids[n_full * context :]  # (r,) with 1 ≤ r ≤ T
+    if rest.shape[0] > 1:
+        logits = model(rest[None, :-1])  # (1, r - 1, V)
+        total += F.cross_entropy(logits[0], rest[1:], reduction="sum")
+    model.train(was_training)
+    return float(total) / (ids.shape[0] - 1) / math.log(2)
+
+
+@torch.no_grad()
+def generate(
+    model: GPT,
+    prompt: Tensor | np.ndarray | list[int],
+    n_new_tokens: int,
+    *,
+    rng: np.random.Generator | None = None,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    greedy: bool = False,
+    use_cache: bool = True,
+) -> np.ndarray:
+    """Continue ``prompt`` by ``n_new_tokens`` tokens, one at a time.
+
+    Each step turns the logits of the last position into a distribution with
+    :func:`~selfattn_lib.sampling.next_token_probabilities` (temperature, then top-k, then
+    top-p) and draws the next token from it with ``rng``, or takes the most likely token
+    when ``greedy``. Without the cache, every step runs the model over the whole sequence
+    so far; with it (``use_cache=True``), the first step reads the prompt and every later
+    step reads only the newest token. Both give the same tokens up to rounding: the two
+    compute the same numbers in a different order, so a near-tie can in rare cases go the
+    other way. The sequence may not outgrow the model's ``context_length``.
+
+    Shapes
+    ------
+    ``prompt``: ``(T_p,)`` token ids with ``T_p ≥ 1`` → ``(T_p + n_new_tokens,)`` ids, the
+    prompt first.
+
+    Examples
+    --------
+    >>> model = GPT(GPTConfig(vocab_size=5, context_length=8, d_model=8, n_heads=2, d_ff=8))
+    >>> generate(model, [1, 2], 3, greedy=True).shape
+    (5,)
+    """
+    if not isinstance(model, GPT):
+        raise TypeError(f"model must be a GPT, got {type(model).__name__}")
+    tokens = _check_tokens(prompt, model.config.vocab_size, name="prompt", layout="(T_p,)", ndim=1)
+    if tokens.shape[0] == 0:
+        raise ValueError("prompt must hold at least one token")
+    n_new_tokens = check_positive_int("n_new_tokens", n_new_tokens)
+    if tokens.shape[0] + n_new_tokens > model.config.context_length:
+        raise ValueError(
+            f"prompt ({tokens.shape[0]} tokens) plus n_new_tokens ({n_new_tokens}) exceeds "
+            f"the model's context_length = {model.config.context_length}"
+        )
+    if not greedy and not isinstance(rng, np.random.Generator):
+        raise TypeError(
+            "sampling needs rng, a NumPy Generator (np.random.default_rng(seed)); "
+            f"got {type(rng).__name__} (or pass greedy=True)"
+        )
+    was_training = model.training
+    model.eval()
+    cache = model.new_cache() if use_cache else None
+    written = tokens.tolist()
+    step_input = tokens[None]  # (1, T_p)
+    for _ in range(n_new_tokens):
+        logits = model(step_input, cache=cache)[0, -1].double().numpy()  # (V,)
+        if greedy:
+            token = int(greedy_token(logits))
+        else:
+            probabilities = next_token_probabilities(
+                logits, temperature=temperature, top_k=top_k, top_p=top_p
+            )
+            token = int(sample_token(probabilities, rng))
+        written.append(token)
+        step_input = (
+            torch.tensor([[token]]) if use_cache else torch.tensor([written])
+        )  # (1, 1) or (1, t)
+    model.train(was_training)
+    return np.array(written, dtype=np.int64)
+
+
+def _check_tokens(
+    tokens: object, vocab_size: int, *, name: str = "tokens", layout: str = "(B, T)", ndim: int = 2
+) -> Tensor:
+    if isinstance(tokens, (list, tuple, np.ndarray)):
+        array = np.asarray(tokens)
+        tokens = torch.as_tensor(array.astype(np.int64) if array.size == 0 else array)
+    if not isinstance(tokens, Tensor) or tokens.is_floating_point() or tokens.dtype == torch.bool:
+        raise TypeError(
+            f"{name} must be integer token ids {layout}, got "
+            f"{getattr(tokens, 'dtype', type(tokens).__name__)}"
+        )
+    if tokens.ndim != ndim:
+        raise ValueError(f"{name} must have shape {layout}, got {tuple(tokens.shape)}")
+    has_values = tokens.numel() and tokens.device.type != "meta"  # meta: shapes only
+    if has_values and (tokens.min() < 0 or tokens.max() >= vocab_size):
+        raise ValueError(
+            f"{name} must be ids in 0 … {vocab_size - 1}, got values from "
+            f"{int(tokens.min())} to {int(tokens.max())}"
+        )
+    return tokens.long()
+
+
+def _check_model_cache(cache: object, n_layers: int) -> KVCache:
+    if not isinstance(cache, KVCache):
+        raise TypeError(f"cache must be a KVCache (model.new_cache()), got {type(cache).__name__}")
+    if len(cache.layers) != n_layers:
+        raise ValueError(
+            f"cache has {len(cache.layers)} layers, the model has n_layers = {n_layers}"
+        )
+    return cache
