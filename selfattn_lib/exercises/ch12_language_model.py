@@ -61,8 +61,8 @@ def check_next_token_probabilities(next_token_probabilities: Callable[..., Any])
             (
                 softmax.softmax(plain / temperature, axis=-1),
                 "this is a softmax of the probabilities divided by T: a second softmax of "
-                "numbers between 0 and 1 flattens them whatever T is. Divide the LOGITS by T, "
-                "then take one softmax",
+                "numbers between 0 and 1 comes out nearly uniform for T near 1 or above, and "
+                "it is never softmax(logits / T). Divide the LOGITS by T, then take one softmax",
             ),
             (
                 plain ** (1 / temperature),
@@ -664,7 +664,8 @@ def check_train_bpe(train_bpe: Callable[..., Any]) -> kit.Feedback:
         )
         return (
             "Your BPE training is right: count, merge the most frequent pair, count again. "
-            "Each merge shortens the text by the number of its occurrences."
+            "Each merge shortens the text by the number of times it is merged (overlapping "
+            "pairs merge once)."
         )
 
     return kit.run_checks(checks)

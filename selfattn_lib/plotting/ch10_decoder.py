@@ -18,7 +18,8 @@ from selfattn_lib.plotting.diagrams import Diagram
 
 
 def visible_characters(tokens: Sequence[str]) -> list[str]:
-    """Tick labels for character tokens: a space becomes ``"␣"`` so that it can be seen.
+    """Tick labels for character tokens: a space becomes ``"␣"`` and a newline ``"⏎"``, so
+    that they can be seen.
 
     Shapes
     ------
@@ -26,10 +27,11 @@ def visible_characters(tokens: Sequence[str]) -> list[str]:
 
     Examples
     --------
-    >>> visible_characters(["2", " ", "<eos>"])
-    ['2', '␣', '<eos>']
+    >>> visible_characters(["2", " ", "<eos>", "\\n"])
+    ['2', '␣', '<eos>', '⏎']
     """
-    return ["␣" if token == " " else str(token) for token in tokens]
+    shown = {" ": "␣", "\n": "⏎"}
+    return [shown.get(token, str(token)) for token in tokens]
 
 
 def loss_curve(

@@ -95,16 +95,16 @@ def next_token_flow(
     positions = [str(i) for i in range(len(inputs))]
     return flow(
         Grid("input", np.array(shown_inputs)[None, :], cols=positions, note="what the model reads"),
-        "GPT →",
+        "shift by one →",
         Grid("target", np.array(shown_targets)[None, :], cols=positions,
-             note="the input shifted by one"),
+             note="the character to predict"),
+        "GPT →",
         Grid("p(target)", probabilities, cols=positions, role="weights",
-             note="the model's probability"),
+             note="the model's probability of it"),
         "−log₂ →",
         Grid("−log₂ p", -np.log2(probabilities), cols=positions, role="scores", fmt=".1f",
              note=f"mean: {-np.log2(probabilities).mean():.2f} bits"),
         title="next-token prediction",
-        width=COLUMN_WIDTH * 0.66,  # one grid to a line: larger on a phone
     )  # fmt: skip
 
 

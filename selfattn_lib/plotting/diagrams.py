@@ -421,6 +421,11 @@ def flow(*items: Grid | str, title: str = "", width: float = COLUMN_WIDTH) -> Di
         if lines[-1] and used + box.width > width:
             # An operator starts the next line with the grid it applies to.
             carried = [lines[-1].pop()] if isinstance(lines[-1][-1].item, str) else []
+            if not lines[-1]:  # the operator was alone on its line: it and its grid are too wide
+                raise ValueError(
+                    f"{carried[0].item!r} and grid {box.item.name!r} are wider than the figure "
+                    f"({width} in) together: widen the figure or shorten the operator"
+                )
             lines.append(carried)
         lines[-1].append(box)
     # Each line is as tall as its tallest part above and below the cells' centre line.

@@ -10,6 +10,7 @@ from selfattn_lib import plotting
 def test_ch10_visible_characters_shows_spaces():
     assert plotting.visible_characters(list("1 May")) == ["1", "␣", "M", "a", "y"]
     assert plotting.visible_characters(["<bos>", "-"]) == ["<bos>", "-"]
+    assert plotting.visible_characters(["a", "\n"]) == ["a", "⏎"]  # a newline too
 
 
 def test_ch10_loss_curve_draws_losses_average_and_learning_rates():

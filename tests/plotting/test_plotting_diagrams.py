@@ -107,3 +107,9 @@ def test_bad_input_gets_a_clear_error(make, error, message):
 def test_read_back_names_a_missing_grid():
     with pytest.raises(ValueError, match="no grid named 'Z'"):
         read_back(flow(Grid("x", [1.0])).figure, "Z")
+
+
+def test_an_operator_and_its_grid_wider_than_the_figure_are_refused():
+    grid = Grid("g", np.zeros((1, 6)))
+    with pytest.raises(ValueError, match="'a long operator →' and grid 'g' are wider"):
+        flow(Grid("f", [[1.0]]), "a long operator →", grid, width=2.6)
