@@ -10,6 +10,13 @@ every next token of a text at once, and it writes text one token at a time
 :class:`~selfattn_lib.layers.LayerCache` per layer) so that each step projects only the
 newest token.
 
+Chapter 13 gives the model the options of today's language models, each off by default
+(the default model is chapter 12's, parameter for parameter): rotary position embeddings
+instead of the learned ones (``positions="rope"``, :mod:`selfattn_lib.rotary`), fewer key and
+value heads than query heads (``n_kv_heads``, :mod:`selfattn_lib.grouped_query`), and a
+sliding window with attention sinks (``window``, ``n_sinks``,
+:mod:`selfattn_lib.sliding_window`), whose cache stops growing.
+
 - :class:`GPTConfig` and :class:`GPT` — the model;
 - :func:`causal_mask_after` — the causal mask of new tokens that follow ``t`` cached ones;
 - :func:`train_language_model` — next-token training on random windows of a text;
@@ -21,6 +28,7 @@ newest token.
 from __future__ import annotations
 
 import math
+import numbers
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,27 +39,47 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from selfattn_lib._validation import check_positive_int, check_probability
+from selfattn_lib.grouped_query import GroupedQueryAttention
 from selfattn_lib.layers import Encoder, LayerCache
 from selfattn_lib.sampling import greedy_token, next_token_probabilities, sample_token
+from selfattn_lib.sliding_window import WindowCache, window_mask
 from selfattn_lib.training import TrainingHistory, _check_generator, _print_progress
+
+#: How a :class:`GPT` knows where each token is: a learned position embedding added to the
+#: token embeddings (GPT-2), or rotary embeddings applied to the queries and keys (RoPE).
+POSITIONS = ("learned", "rope")
 
 
 @dataclass(frozen=True)
 class GPTConfig:
-    """The sizes of a :class:`GPT`.
+    """The sizes and options of a :class:`GPT`.
 
-    ``context_length`` is the longest sequence the model reads (its learned position
-    embedding has one row per position); ``d_ff`` is the feed-forward network's width.
+    ``context_length`` is the longest sequence the model reads with learned positions (its
+    position embedding has one row per position); with ``positions="rope"`` there is no such
+    table and it is only the length of the training windows. ``d_ff`` is the feed-forward
+    network's width. The options of chapter 13, all off by default:
+
+    - ``positions``: ``"learned"`` (GPT-2) or ``"rope"`` (rotary embeddings in every layer,
+      ``"half"`` layout, which needs an even ``D_h``);
+    - ``n_kv_heads``: the number of key/value heads ``H_kv``, a divisor of ``n_heads``
+      (``None``: as many as query heads; 1: multi-query attention);
+    - ``window``: sliding-window attention, a query sees itself and the ``window - 1``
+      tokens before it (``None``: every earlier token);
+    - ``n_sinks``: with a window, the first ``n_sinks`` tokens stay visible to every later
+      query (attention sinks).
 
     Shapes
     ------
-    Not an array: the model has embeddings ``(V, D)`` and ``(context_length, D)`` and
-    ``n_layers`` layers of ``H`` heads of ``D_h = D / H``.
+    Not an array: the model has embeddings ``(V, D)`` and, with learned positions,
+    ``(context_length, D)``, and ``n_layers`` layers of ``H`` query heads and ``H_kv``
+    key/value heads of ``D_h = D / H``.
 
     Examples
     --------
     >>> GPTConfig(vocab_size=100).d_model
     64
+    >>> GPTConfig(vocab_size=100, positions="rope", n_kv_heads=1, window=16, n_sinks=4).window
+    16
     """
 
     vocab_size: int
@@ -61,6 +89,10 @@ class GPTConfig:
     d_ff: int = 256
     n_layers: int = 2
     dropout: float = 0.0
+    positions: str = "learned"
+    n_kv_heads: int | None = None
+    window: int | None = None
+    n_sinks: int = 0
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "context_length", "d_model", "n_heads", "d_ff", "n_layers"):
@@ -71,29 +103,71 @@ class GPTConfig:
                 f"d_model must be divisible by n_heads: d_model = {self.d_model}, "
                 f"n_heads = {self.n_heads}"
             )
+        if not isinstance(self.positions, str):
+            raise TypeError(f"positions must be one of {POSITIONS}, got {self.positions!r}")
+        if self.positions not in POSITIONS:
+            raise ValueError(f"positions must be one of {POSITIONS}, got {self.positions!r}")
+        if self.positions == "rope" and (self.d_model // self.n_heads) % 2:
+            raise ValueError(
+                'positions="rope" needs an even head size (features are rotated in pairs): '
+                f"D_h = d_model / n_heads = {self.d_model // self.n_heads}"
+            )
+        if self.n_kv_heads is not None:
+            check_positive_int("n_kv_heads", self.n_kv_heads)
+            if self.n_heads % self.n_kv_heads:
+                raise ValueError(
+                    f"n_kv_heads must divide n_heads: n_heads = {self.n_heads}, "
+                    f"n_kv_heads = {self.n_kv_heads}"
+                )
+        if self.window is not None:
+            check_positive_int("window", self.window)
+        if isinstance(self.n_sinks, bool) or not isinstance(self.n_sinks, numbers.Integral):
+            raise TypeError(f"n_sinks must be a whole number ≥ 0, got {self.n_sinks!r}")
+        if self.n_sinks < 0:
+            raise ValueError(f"n_sinks must be a whole number ≥ 0, got {self.n_sinks}")
+        if self.n_sinks and self.window is None:
+            raise ValueError(
+                f"n_sinks = {self.n_sinks} needs a window: attention sinks stay visible when "
+                "a sliding window has passed them (set window)"
+            )
 
 
 class KVCache:
-    """One :class:`~selfattn_lib.layers.LayerCache` per layer of a :class:`GPT`.
+    """One :class:`~selfattn_lib.layers.LayerCache` per layer of a :class:`GPT`; with a
+    ``window``, one :class:`~selfattn_lib.sliding_window.WindowCache` per layer.
 
     Shapes
     ------
-    Each layer's keys and values: ``(B, H, t, D_h)`` after ``t`` tokens; in all
-    ``2 · L · B · t · D`` numbers.
+    Each layer's keys and values: ``(B, H_kv, t, D_h)`` after ``t`` tokens; in all
+    ``2 · L · B · t · H_kv · D_h`` numbers (``2 · L · B · t · D`` when ``H_kv = H``). With a
+    window, at most ``n_sinks + window - 1`` tokens are held instead of ``t``.
 
     Examples
     --------
     >>> cache = KVCache(n_layers=2)
     >>> cache.length, cache.nbytes
     (0, 0)
+    >>> type(KVCache(n_layers=2, window=8, n_sinks=1).layers[0]).__name__
+    'WindowCache'
     """
 
-    def __init__(self, n_layers: int) -> None:
-        self.layers = [LayerCache() for _ in range(check_positive_int("n_layers", n_layers))]
+    def __init__(self, n_layers: int, *, window: int | None = None, n_sinks: int = 0) -> None:
+        n_layers = check_positive_int("n_layers", n_layers)
+        if window is not None:
+            self.layers = [WindowCache(window, n_sinks=n_sinks) for _ in range(n_layers)]
+            self.window, self.n_sinks = self.layers[0].window, self.layers[0].n_sinks
+            return
+        if isinstance(n_sinks, bool) or not isinstance(n_sinks, numbers.Integral):
+            raise TypeError(f"n_sinks must be a whole number ≥ 0, got {n_sinks!r}")
+        if n_sinks != 0:
+            raise ValueError(f"n_sinks = {n_sinks} needs a window (set window)")
+        self.layers = [LayerCache() for _ in range(n_layers)]
+        self.window, self.n_sinks = None, 0
 
     @property
     def length(self) -> int:
-        """How many tokens the cache holds (the position of the next token)."""
+        """How many tokens the cache has seen: the position of the next token (a window cache
+        holds fewer)."""
         return self.layers[0].length
 
     @property
@@ -115,10 +189,20 @@ class GPT(nn.Module):
     cache holds: their positions start at ``cache.length``, their queries attend to the cached
     keys as well, and their keys and values are appended to the cache.
 
+    The options of :class:`GPTConfig`: with ``positions="rope"`` there is no position
+    embedding (``position_embedding is None``) and every layer's ``self_attention`` is a
+    :class:`~selfattn_lib.grouped_query.GroupedQueryAttention` that rotates its queries and
+    keys; the model then reads sequences of any length. With ``n_kv_heads`` other than
+    ``n_heads`` the layers' ``self_attention`` is a ``GroupedQueryAttention`` too. With a
+    ``window``, the causal mask becomes
+    :func:`~selfattn_lib.sliding_window.window_mask` (with ``n_sinks`` sinks) and the
+    cache's layers are :class:`~selfattn_lib.sliding_window.WindowCache`.
+
     Shapes
     ------
     ``tokens``: ``(B, T)`` integer ids → logits ``(B, T, V)``; with ``return_weights=True``
-    also a list with each layer's self-attention weights ``(B, H, T, t + T)``.
+    also a list with each layer's self-attention weights ``(B, H, T, T_k)``: ``T_k = t + T``
+    with ``t`` cached tokens, fewer with a window cache.
 
     Examples
     --------
@@ -133,9 +217,14 @@ class GPT(nn.Module):
             raise TypeError(f"config must be a GPTConfig, got {type(config).__name__}")
         self.config = config
         self.token_embedding = nn.Embedding(config.vocab_size, config.d_model)
-        self.position_embedding = nn.Embedding(config.context_length, config.d_model)
+        self.position_embedding = (
+            nn.Embedding(config.context_length, config.d_model)
+            if config.positions == "learned"
+            else None  # rotary positions act inside attention
+        )
         for embedding in (self.token_embedding, self.position_embedding):
-            nn.init.normal_(embedding.weight, std=0.02)
+            if embedding is not None:
+                nn.init.normal_(embedding.weight, std=0.02)
         self.dropout = nn.Dropout(config.dropout)
         self.blocks = Encoder(
             config.d_model,
@@ -145,6 +234,16 @@ class GPT(nn.Module):
             dropout=config.dropout,
             norm_first=True,  # with the final layer norm self.blocks.norm
         )
+        n_kv_heads = config.n_heads if config.n_kv_heads is None else config.n_kv_heads
+        if config.positions == "rope" or n_kv_heads != config.n_heads:
+            for layer in self.blocks.layers:
+                layer.self_attention = GroupedQueryAttention(
+                    config.d_model,
+                    config.n_heads,
+                    n_kv_heads,
+                    rotary="half" if config.positions == "rope" else None,
+                    dropout=config.dropout,
+                )
         self.output = nn.Linear(config.d_model, config.vocab_size, bias=False)
         self.output.weight = self.token_embedding.weight  # tied
 
@@ -153,25 +252,30 @@ class GPT(nn.Module):
 
         Shapes
         ------
-        One :class:`~selfattn_lib.layers.LayerCache` per layer.
+        One :class:`~selfattn_lib.layers.LayerCache` per layer, or with a window one
+        :class:`~selfattn_lib.sliding_window.WindowCache`.
         """
-        return KVCache(self.config.n_layers)
+        config = self.config
+        return KVCache(config.n_layers, window=config.window, n_sinks=config.n_sinks)
 
     def forward(
         self, tokens: Tensor, *, cache: KVCache | None = None, return_weights: bool = False
     ) -> Tensor | tuple[Tensor, list[Tensor]]:
         tokens = _check_tokens(tokens, self.config.vocab_size)
-        start = 0 if cache is None else _check_model_cache(cache, self.config.n_layers).length
+        start = 0 if cache is None else _check_model_cache(cache, self.config).length
         n_new = tokens.shape[1]
-        if start + n_new > self.config.context_length:
-            raise ValueError(
-                f"the model reads at most context_length = {self.config.context_length} "
-                f"tokens: got {n_new} new tokens after {start} cached ones"
-            )
-        positions = torch.arange(start, start + n_new, device=tokens.device)  # (T,)
-        x = self.token_embedding(tokens) + self.position_embedding(positions)  # (B, T, D)
+        if self.position_embedding is None:  # rotary positions: applied in every layer
+            x = self.token_embedding(tokens)  # (B, T, D)
+        else:
+            if start + n_new > self.config.context_length:
+                raise ValueError(
+                    f"the model reads at most context_length = {self.config.context_length} "
+                    f"tokens: got {n_new} new tokens after {start} cached ones"
+                )
+            positions = torch.arange(start, start + n_new, device=tokens.device)  # (T,)
+            x = self.token_embedding(tokens) + self.position_embedding(positions)  # (B, T, D)
         x = self.dropout(x)
-        mask = causal_mask_after(start, n_new, device=tokens.device)  # (T, t + T)
+        mask = self._mask(start, n_new, cache, tokens.device)  # (T, T_k)
         layer_caches = [None] * self.config.n_layers if cache is None else cache.layers
         all_weights = []
         for layer, layer_cache in zip(self.blocks.layers, layer_caches, strict=True):
@@ -179,6 +283,20 @@ class GPT(nn.Module):
             all_weights.append(weights)
         logits = self.output(self.blocks.norm(x))  # (B, T, V)
         return (logits, all_weights) if return_weights else logits
+
+    def _mask(self, start: int, n_new: int, cache: KVCache | None, device: torch.device) -> Tensor:
+        """The mask of ``n_new`` tokens at positions ``start, …`` over the keys they see:
+        causal, or with a window :func:`~selfattn_lib.sliding_window.window_mask` over the
+        positions of the keys the (window) cache will return."""
+        if self.config.window is None:
+            return causal_mask_after(start, n_new, device=device)  # (T, t + T)
+        query_positions = torch.arange(start, start + n_new, device=device)  # (T,)
+        if cache is None:
+            key_positions = query_positions  # (T,)
+        else:
+            key_positions = cache.layers[0].key_positions(n_new)  # (n_held + T,)
+        config = self.config
+        return window_mask(query_positions, key_positions, config.window, n_sinks=config.n_sinks)
 
 
 def causal_mask_after(n_cached: int, n_new: int, *, device: torch.device | None = None) -> Tensor:
@@ -351,7 +469,8 @@ def generate(
     so far; with it (``use_cache=True``), the first step reads the prompt and every later
     step reads only the newest token. Both give the same tokens up to rounding: the two
     compute the same numbers in a different order, so a near-tie can in rare cases go the
-    other way. The sequence may not outgrow the model's ``context_length``.
+    other way. With learned positions the sequence may not outgrow the model's
+    ``context_length``; with rotary ones it may.
 
     Shapes
     ------
@@ -370,7 +489,8 @@ def generate(
     if tokens.shape[0] == 0:
         raise ValueError("prompt must hold at least one token")
     n_new_tokens = check_positive_int("n_new_tokens", n_new_tokens)
-    if tokens.shape[0] + n_new_tokens > model.config.context_length:
+    too_long = tokens.shape[0] + n_new_tokens > model.config.context_length
+    if too_long and model.position_embedding is not None:
         raise ValueError(
             f"prompt ({tokens.shape[0]} tokens) plus n_new_tokens ({n_new_tokens}) exceeds "
             f"the model's context_length = {model.config.context_length}"
@@ -424,11 +544,16 @@ def _check_tokens(
     return tokens.long()
 
 
-def _check_model_cache(cache: object, n_layers: int) -> KVCache:
+def _check_model_cache(cache: object, config: GPTConfig) -> KVCache:
     if not isinstance(cache, KVCache):
         raise TypeError(f"cache must be a KVCache (model.new_cache()), got {type(cache).__name__}")
-    if len(cache.layers) != n_layers:
+    if len(cache.layers) != config.n_layers:
         raise ValueError(
-            f"cache has {len(cache.layers)} layers, the model has n_layers = {n_layers}"
+            f"cache has {len(cache.layers)} layers, the model has n_layers = {config.n_layers}"
+        )
+    if (cache.window, cache.n_sinks) != (config.window, config.n_sinks):
+        raise ValueError(
+            f"cache was made for window = {cache.window}, n_sinks = {cache.n_sinks}; the model "
+            f"has window = {config.window}, n_sinks = {config.n_sinks} (use model.new_cache())"
         )
     return cache

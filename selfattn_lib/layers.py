@@ -91,10 +91,7 @@ class MultiHeadAttention(nn.Module):
         self.w_v = nn.Linear(self.d_model, self.d_model, bias=bias)
         self.w_o = nn.Linear(self.d_model, self.d_model, bias=bias)
         self.dropout = nn.Dropout(check_probability("dropout", dropout))
-        for projection in (self.w_q, self.w_k, self.w_v, self.w_o):
-            nn.init.xavier_uniform_(projection.weight)
-            if projection.bias is not None:
-                nn.init.zeros_(projection.bias)
+        _init_projections(self.w_q, self.w_k, self.w_v, self.w_o)
 
     def forward(
         self,
@@ -106,34 +103,18 @@ class MultiHeadAttention(nn.Module):
         *,
         cache: LayerCache | None = None,
     ) -> Tensor | tuple[Tensor, Tensor]:
-        _check_sequences(self.d_model, query=query, key=key, value=value)
-        if key.shape[:2] != value.shape[:2] or query.shape[0] != key.shape[0]:
-            raise ValueError(
-                "query, key and value must have the same batch size and key and value the "
-                f"same length: query has shape {tuple(query.shape)}, key has shape "
-                f"{tuple(key.shape)}, value has shape {tuple(value.shape)}"
-            )
+        _check_attention_inputs(self.d_model, query, key, value)
         q = self._split_heads(self.w_q(query))  # (B, H, T_q, D_h)
         k = self._split_heads(self.w_k(key))  # (B, H, T_k, D_h)
         v = self._split_heads(self.w_v(value))  # (B, H, T_k, D_h)
         if cache is not None:  # the earlier tokens' keys and values come first
             k, v = _check_cache(cache).extend(k, v)  # (B, H, t + T_k, D_h)
-        batch_size, t_q, t_k = query.shape[0], query.shape[1], k.shape[2]
-        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)  # (B, H, T_q, T_k)
-        if mask is not None and getattr(mask, "ndim", 0) == 4:  # already has a head axis
-            mask = check_mask(mask, (batch_size, self.n_heads, t_q, t_k))
-        elif mask is not None:
-            mask = check_mask(mask, (batch_size, t_q, t_k)).unsqueeze(-3)  # (…, 1, T_q, T_k)
-        weights = masked_softmax(scores, mask)  # (B, H, T_q, T_k)
-        heads = self.dropout(weights) @ v  # (B, H, T_q, D_h)
-        merged = heads.transpose(1, 2).reshape(batch_size, t_q, self.d_model)  # (B, T_q, D)
+        merged, weights = _attend(q, k, v, mask, self.dropout)  # (B, T_q, D), (B, H, T_q, T_k)
         output = self.w_o(merged)  # (B, T_q, D)
         return (output, weights) if return_weights else output
 
     def _split_heads(self, x: Tensor) -> Tensor:
-        batch_size, n_tokens, _ = x.shape
-        x = x.view(batch_size, n_tokens, self.n_heads, self.d_head)  # (B, T, H, D_h)
-        return x.transpose(1, 2)  # (B, H, T, D_h)
+        return _split_into_heads(x, self.n_heads)  # (B, H, T, D_h)
 
     @classmethod
     def from_params(cls, params: MultiHeadParams, n_heads: int) -> MultiHeadAttention:
@@ -648,6 +629,50 @@ def check_mask(mask: object, scores_shape: tuple[int, ...]) -> Tensor:
     axes = "(B, H, T_q, T_k)" if len(scores_shape) == 4 else "(B, T_q, T_k)"
     check_mask_shape(tuple(mask.shape), tuple(scores_shape), axes)
     return mask
+
+
+def _init_projections(*projections: nn.Linear) -> None:
+    """Xavier-uniform weights and zero biases: how the course's attention modules start
+    (:class:`MultiHeadAttention`, :class:`~selfattn_lib.grouped_query.GroupedQueryAttention`)."""
+    for projection in projections:
+        nn.init.xavier_uniform_(projection.weight)
+        if projection.bias is not None:
+            nn.init.zeros_(projection.bias)
+
+
+def _check_attention_inputs(d_model: int, query: Tensor, key: Tensor, value: Tensor) -> None:
+    _check_sequences(d_model, query=query, key=key, value=value)
+    if key.shape[:2] != value.shape[:2] or query.shape[0] != key.shape[0]:
+        raise ValueError(
+            "query, key and value must have the same batch size and key and value the "
+            f"same length: query has shape {tuple(query.shape)}, key has shape "
+            f"{tuple(key.shape)}, value has shape {tuple(value.shape)}"
+        )
+
+
+def _split_into_heads(x: Tensor, n_heads: int) -> Tensor:
+    batch_size, n_tokens, width = x.shape
+    x = x.view(batch_size, n_tokens, n_heads, width // n_heads)  # (B, T, H, D_h)
+    return x.transpose(1, 2)  # (B, H, T, D_h)
+
+
+def _attend(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout: nn.Module
+) -> tuple[Tensor, Tensor]:
+    """Scaled dot-product attention of heads already split, with the mask rules of
+    :class:`MultiHeadAttention`; returns the merged heads ``(B, T_q, H · D_h)`` (before
+    ``W_O``) and the weights ``(B, H, T_q, T_k)``."""
+    batch_size, n_heads, t_q, d_head = q.shape
+    t_k = k.shape[2]
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_head)  # (B, H, T_q, T_k)
+    if mask is not None and getattr(mask, "ndim", 0) == 4:  # already has a head axis
+        mask = check_mask(mask, (batch_size, n_heads, t_q, t_k))
+    elif mask is not None:
+        mask = check_mask(mask, (batch_size, t_q, t_k)).unsqueeze(-3)  # (…, 1, T_q, T_k)
+    weights = masked_softmax(scores, mask)  # (B, H, T_q, T_k)
+    heads = dropout(weights) @ v  # (B, H, T_q, D_h)
+    merged = heads.transpose(1, 2).reshape(batch_size, t_q, n_heads * d_head)  # (B, T_q, D)
+    return merged, weights
 
 
 def _check_sequences(d_model: int, **tensors: Tensor) -> None:

@@ -425,6 +425,41 @@ CASES: dict[str, Case] = {
         {"tokenizer": ("a", "b")},
         {"merges": [(0, 2)]},
     ),
+    "rotary.apply_rotary": (
+        lambda: {"x": torch.ones(2, 3, 4), "positions": torch.arange(3)},
+        {"positions": [0, 1, 2]},
+        {"layout": "pairs"},
+    ),
+    "rotary.apply_rotary_complex": (
+        lambda: {"x": torch.ones(2, 3, 4), "positions": torch.arange(3)},
+        {"x": np.ones((2, 3, 4))},
+        {"positions": torch.arange(2)},
+    ),
+    "grouped_query.repeat_kv": (
+        lambda: {"x": torch.ones(1, 2, 3, 4), "n_rep": 2}, {"n_rep": 2.0}, {"n_rep": 0},
+    ),
+    "grouped_query.GroupedQueryAttention": (
+        lambda: {"d_model": 8, "n_heads": 4, "n_kv_heads": 2, "rotary": "half"},
+        {"rotary": 1},
+        {"n_kv_heads": 3},
+    ),
+    "grouped_query.kv_cache_bytes": (
+        lambda: {"n_layers": 2, "n_kv_heads": 2, "d_head": 4, "n_tokens": 3},
+        {"n_tokens": 1.5},
+        {"bytes_per_number": 0},
+    ),
+    "sliding_window.window_mask": (
+        lambda: {"query_positions": torch.arange(3), "key_positions": torch.arange(3),
+                 "window": 2},
+        {"key_positions": torch.arange(3.0)},
+        {"query_positions": torch.arange(6).view(2, 3)},
+    ),
+    "sliding_window.sliding_window_mask": (
+        lambda: {"n_tokens": 4, "window": 2, "n_sinks": 1}, {"window": 2.5}, {"n_sinks": -1},
+    ),
+    "sliding_window.WindowCache": (
+        lambda: {"window": 4, "n_sinks": 1}, {"n_sinks": 1.0}, {"window": 0},
+    ),
     "language_model.GPTConfig": (lambda: {"vocab_size": 5}, {"vocab_size": "5"},
                                  {"vocab_size": 0}),
     "language_model.GPT": (lambda: {"config": LM_CONFIG}, {"config": "config"}, None),
@@ -447,6 +482,31 @@ CASES: dict[str, Case] = {
         lambda: {"model": LM_MODEL, "prompt": [1, 2], "n_new_tokens": 2, "greedy": True},
         {"prompt": [1.5]},
         {"n_new_tokens": 0},
+    ),
+    "flash_attention.tile_schedule": (
+        lambda: {"t_q": 5, "t_k": 5, "block_q": 2, "block_k": 3},
+        {"causal": "yes"},
+        {"t_q": 0},
+    ),
+    "flash_attention.tiled_attention": (
+        lambda: {"q": X, "k": X, "v": X, "block_q": 2, "block_k": 2},
+        {"traffic": []},
+        {"block_q": 0},
+    ),
+    "flash_attention.naive_attention": (
+        lambda: {"q": X, "k": X, "v": X, "causal": True},
+        {"causal": 1},
+        {"v": X[:, :2]},
+    ),
+    "flash_attention.naive_traffic": (
+        lambda: {"t_q": 4, "t_k": 4, "d_k": 2, "d_v": 2},
+        {"d_k": 2.0},
+        {"t_k": 0},
+    ),
+    "flash_attention.tiled_traffic": (
+        lambda: {"t_q": 4, "t_k": 6, "d_k": 2, "d_v": 2, "block_q": 2, "block_k": 4},
+        {"block_k": "4"},
+        {"causal": True},
     ),
 }  # fmt: skip
 # Records that hold what a function computed and check nothing themselves.

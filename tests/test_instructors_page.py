@@ -238,8 +238,8 @@ def test_the_term_takes_every_chapter_once_a_week_in_reading_order(committed):
 
 def test_each_lab_is_handed_out_after_its_chapters_and_due_before_the_next(committed):
     weeks, labs = page.term_plan(page.load_entries())
-    assert len(labs) == 4, "the template's heading says four"
-    assert "### Four graded labs" in committed
+    assert len(labs) == 5, "the template's heading says five"
+    assert "### Five graded labs" in committed
     for lab, after in zip(labs, labs[1:] + [None], strict=True):
         assert lab.handed_out == max(weeks[entry.stem] for entry in lab.chapters)
         assert lab.due == lab.handed_out + 1 <= page.TERM_WEEKS

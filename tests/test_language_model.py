@@ -1,9 +1,11 @@
 """The GPT of chapter 12: parity with a model built from torch.nn layers, causality, the KV
-cache, training, bits per token and generation."""
+cache, training, bits per token and generation; and chapter 13's options: rotary positions,
+grouped-query attention, sliding windows with attention sinks and their caches."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -11,6 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from selfattn_lib.grouped_query import GroupedQueryAttention, kv_cache_bytes
 from selfattn_lib.language_model import (
     GPT,
     GPTConfig,
@@ -20,7 +23,8 @@ from selfattn_lib.language_model import (
     generate,
     train_language_model,
 )
-from selfattn_lib.layers import EncoderLayer
+from selfattn_lib.layers import EncoderLayer, LayerCache, MultiHeadAttention
+from selfattn_lib.sliding_window import WindowCache, window_mask
 
 SMALL = GPTConfig(vocab_size=11, context_length=12, d_model=16, n_heads=4, d_ff=24, n_layers=3)
 
@@ -334,3 +338,220 @@ def test_top_k_of_one_is_greedy():
 def test_generation_rejects_bad_input(args, kwargs, error, message):
     with pytest.raises(error, match=message):
         generate(small_model(), *args, **kwargs)
+
+
+# Chapter 13's options: rotary positions, grouped-query attention, sliding windows and sinks.
+
+ROPE = replace(SMALL, positions="rope")
+EXACT = {"rtol": 0, "atol": 1e-12}
+
+
+def logits_in_chunks(model: GPT, tokens: torch.Tensor, chunks: tuple[int, ...]) -> torch.Tensor:
+    cache, pieces, start = model.new_cache(), [], 0
+    with torch.no_grad():
+        for size in chunks:
+            pieces.append(model(tokens[:, start : start + size], cache=cache))
+            start += size
+    assert cache.length == start
+    return torch.cat(pieces, dim=1)
+
+
+def test_the_default_options_build_chapter_12s_model():
+    config = GPTConfig(vocab_size=11)
+    assert (config.positions, config.n_kv_heads, config.window, config.n_sinks) == (
+        "learned", None, None, 0,
+    )  # fmt: skip
+    model = small_model()
+    assert isinstance(model.position_embedding, nn.Embedding)
+    for layer in model.blocks.layers:
+        assert type(layer.self_attention) is MultiHeadAttention
+    assert all(type(layer) is LayerCache for layer in model.new_cache().layers)
+    explicit = small_model(config=replace(SMALL, positions="learned", n_kv_heads=SMALL.n_heads))
+    assert list(explicit.state_dict()) == list(model.state_dict())
+    for name, tensor in model.state_dict().items():
+        assert torch.equal(explicit.state_dict()[name], tensor), name
+
+
+def test_a_rope_model_has_no_position_embedding_and_rotates_in_every_layer():
+    model = small_model(config=ROPE)
+    assert model.position_embedding is None
+    assert not any("position_embedding" in name for name, _ in model.named_parameters())
+    for layer in model.blocks.layers:
+        attention = layer.self_attention
+        assert isinstance(attention, GroupedQueryAttention)
+        assert (attention.rotary, attention.n_kv_heads) == ("half", SMALL.n_heads)
+    n_learned = sum(p.numel() for p in small_model().parameters())
+    n_rope = sum(p.numel() for p in model.parameters())
+    assert n_learned - n_rope == SMALL.context_length * SMALL.d_model
+
+
+def test_a_rope_model_trains_and_its_cache_gives_the_logits_of_the_full_sequence():
+    torch.manual_seed(0)
+    model = GPT(replace(ROPE, vocab_size=5, context_length=8))
+    history = train_language_model(
+        model, periodic(40), steps=30, batch_size=8, generator=torch.Generator().manual_seed(0),
+        learning_rate=1e-2,
+    )  # fmt: skip
+    assert history.losses[-1] < history.losses[0] / 2
+    model.double()
+    tokens = periodic(4)[None, :17]  # (1, 17): longer than context_length = 8
+    with torch.no_grad():
+        full = model(tokens)
+    torch.testing.assert_close(logits_in_chunks(model, tokens, (1,) * 17), full, **EXACT)
+    torch.testing.assert_close(logits_in_chunks(model, tokens, (5, 1, 8, 3)), full, **EXACT)
+
+
+@pytest.mark.parametrize("window, n_sinks", [(None, 0), (4, 1)])
+def test_a_rope_model_reads_and_writes_past_its_context_length(window, n_sinks):
+    model = small_model(config=replace(ROPE, window=window, n_sinks=n_sinks), seed=4)
+    with torch.no_grad():
+        assert model(torch.zeros(2, 3 * SMALL.context_length, dtype=torch.long)).shape[1] == 36
+    cached = generate(model, [3, 1, 4], 20, greedy=True)
+    assert cached.shape == (23,)
+    assert cached.tolist() == generate(model, [3, 1, 4], 20, greedy=True, use_cache=False).tolist()
+    with pytest.raises(ValueError, match="context_length = 12"):
+        generate(small_model(), [3, 1, 4], 20, greedy=True)  # learned positions run out
+
+
+def test_a_rope_model_is_causal_and_depends_on_order():
+    model = small_model(config=ROPE)
+    tokens = torch.randint(0, SMALL.vocab_size, (2, 10), generator=torch.Generator().manual_seed(0))
+    changed = tokens.clone()
+    changed[:, 6:] = (changed[:, 6:] + 1) % SMALL.vocab_size
+    swapped = tokens.clone()
+    swapped[:, [1, 2]] = tokens[:, [2, 1]]
+    with torch.no_grad():
+        before, after, reordered = model(tokens), model(changed), model(swapped)
+    torch.testing.assert_close(before[:, :6], after[:, :6], rtol=0, atol=0)
+    assert not torch.allclose(before[:, 3:], reordered[:, 3:])  # the order is seen
+
+
+@pytest.mark.parametrize("positions", ["learned", "rope"])
+@pytest.mark.parametrize("n_kv_heads", [1, 2])
+def test_grouped_query_models_cache_n_kv_heads(positions, n_kv_heads):
+    config = replace(SMALL, positions=positions, n_kv_heads=n_kv_heads)
+    model, reference = (
+        small_model(config=config),
+        small_model(config=replace(config, n_kv_heads=None)),
+    )
+    for layer in model.blocks.layers:
+        attention = layer.self_attention
+        assert isinstance(attention, GroupedQueryAttention)
+        assert attention.n_kv_heads == n_kv_heads
+        assert attention.rotary == ("half" if positions == "rope" else None)
+    tokens = torch.randint(0, SMALL.vocab_size, (3, 9), generator=torch.Generator().manual_seed(1))
+    caches = model.new_cache(), reference.new_cache()
+    with torch.no_grad():
+        full = model(tokens)
+        model(tokens, cache=caches[0])
+        reference(tokens, cache=caches[1])
+    torch.testing.assert_close(logits_in_chunks(model, tokens, (4, 1, 1, 3)), full, **EXACT)
+    assert caches[0].nbytes * SMALL.n_heads == caches[1].nbytes * n_kv_heads
+    d_head = SMALL.d_model // SMALL.n_heads
+    expected = kv_cache_bytes(
+        SMALL.n_layers, n_kv_heads, d_head, 9, batch_size=3, bytes_per_number=8
+    )
+    assert caches[0].nbytes == expected
+
+
+WINDOWED = [
+    pytest.param(positions, window, n_sinks, id=f"{positions}-window{window}-sinks{n_sinks}")
+    for positions in ("learned", "rope")
+    for window, n_sinks in ((3, 0), (3, 2), (1, 1), (5, 4))
+]
+
+
+@pytest.mark.parametrize("positions, window, n_sinks", WINDOWED)
+@pytest.mark.parametrize("chunks", [(1,) * 12, (4, 1, 5, 2)])
+def test_a_window_cache_gives_the_logits_of_the_full_windowed_pass(
+    positions, window, n_sinks, chunks
+):
+    config = replace(SMALL, positions=positions, window=window, n_sinks=n_sinks, n_kv_heads=2)
+    model = small_model(config=config)
+    tokens = torch.randint(0, SMALL.vocab_size, (2, 12), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        full, weights = model(tokens, return_weights=True)
+    allowed = window_mask(torch.arange(12), torch.arange(12), window, n_sinks=n_sinks)
+    for layer_weights in weights:
+        assert torch.all(layer_weights[..., ~allowed] == 0)
+    cache = model.new_cache()
+    assert all(isinstance(layer, WindowCache) for layer in cache.layers)
+    torch.testing.assert_close(logits_in_chunks(model, tokens, chunks), full, **EXACT)
+
+
+@pytest.mark.parametrize("n_sinks", [0, 2])
+def test_a_rope_window_cache_streams_past_the_context_length_in_bounded_memory(n_sinks):
+    window, n_tokens = 4, 3 * SMALL.context_length
+    model = small_model(config=replace(ROPE, window=window, n_sinks=n_sinks, n_kv_heads=1))
+    tokens = torch.randint(0, 11, (1, n_tokens), generator=torch.Generator().manual_seed(3))
+    cache, pieces, sizes = model.new_cache(), [], []
+    with torch.no_grad():
+        full = model(tokens)
+        for position in range(n_tokens):
+            pieces.append(model(tokens[:, position : position + 1], cache=cache))
+            sizes.append(cache.nbytes)
+    torch.testing.assert_close(torch.cat(pieces, dim=1), full, **EXACT)
+    assert cache.length == n_tokens
+    held = n_sinks + window - 1
+    d_head = SMALL.d_model // SMALL.n_heads
+    assert max(sizes) == kv_cache_bytes(SMALL.n_layers, 1, d_head, held, bytes_per_number=8)
+    assert len(set(sizes[held:])) == 1  # it stops growing once the window is full
+    assert sizes[:held] == sorted(sizes[:held])
+
+
+@pytest.mark.parametrize("positions", ["learned", "rope"])
+def test_a_window_as_long_as_the_sequence_is_the_causal_model(positions):
+    config = replace(SMALL, positions=positions)
+    tokens = torch.randint(0, 11, (2, 10), generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        causal = small_model(config=config)(tokens)
+        for window in (10, 12, 100):
+            windowed = small_model(config=replace(config, window=window, n_sinks=window // 4))
+            torch.testing.assert_close(windowed(tokens), causal, rtol=0, atol=0)
+        narrow = small_model(config=replace(config, window=9))(tokens)
+    torch.testing.assert_close(narrow[:, :9], causal[:, :9], rtol=0, atol=0)
+    assert not torch.allclose(narrow[:, 9], causal[:, 9])
+
+
+def test_a_learned_window_model_still_stops_at_the_context_length():
+    model = small_model(config=replace(SMALL, window=4))
+    cache = model.new_cache()
+    with torch.no_grad():
+        model(torch.zeros(1, 10, dtype=torch.long), cache=cache)
+        with pytest.raises(ValueError, match="context_length = 12"):
+            model(torch.zeros(1, 3, dtype=torch.long), cache=cache)
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: GPTConfig(11, positions="sinusoidal"), ValueError, "positions must be one of"),
+        (lambda: GPTConfig(11, positions=None), TypeError, "positions"),
+        (lambda: GPTConfig(11, d_model=12, n_heads=4, positions="rope"), ValueError, "even head"),
+        (lambda: GPTConfig(11, n_kv_heads=3), ValueError, "n_kv_heads must divide n_heads"),
+        (lambda: GPTConfig(11, n_kv_heads=0), ValueError, "n_kv_heads"),
+        (lambda: GPTConfig(11, n_kv_heads=2.0), TypeError, "n_kv_heads"),
+        (lambda: GPTConfig(11, window=0), ValueError, "window"),
+        (lambda: GPTConfig(11, window="4"), TypeError, "window"),
+        (lambda: GPTConfig(11, window=4, n_sinks=-1), ValueError, "n_sinks"),
+        (lambda: GPTConfig(11, window=4, n_sinks=1.0), TypeError, "n_sinks"),
+        (lambda: GPTConfig(11, n_sinks=2), ValueError, "n_sinks = 2 needs a window"),
+        (lambda: KVCache(2, n_sinks=1), ValueError, "needs a window"),
+        (lambda: KVCache(2, window=0), ValueError, "window"),
+        (
+            lambda: small_model()(torch.zeros(1, 2).long(), cache=KVCache(3, window=4)),
+            ValueError,
+            "cache was made for window = 4.*the model has window = None",
+        ),
+        (
+            lambda: small_model(config=replace(SMALL, window=4))(
+                torch.zeros(1, 2).long(), cache=KVCache(3)
+            ),
+            ValueError,
+            "use model.new_cache",
+        ),
+    ],
+)
+def test_bad_options_get_a_clear_error(call, error, message):
+    with pytest.raises(error, match=message):
+        call()

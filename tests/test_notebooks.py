@@ -48,6 +48,7 @@ APPENDIX_GROUPS = [
     "Decoder and training",
     "Attention at scale",
     "Language models",
+    "Modern attention",
     "Interpretation",
     "Self-check quiz",
     "Further reading",

@@ -45,7 +45,7 @@ SESSIONS_PER_WEEK = 2
 # The one-lecture path: the chapters that make self-attention itself, taught in one session.
 ONE_LECTURE = ("03_self_attention_basics", "04_queries_keys_values")
 # A whole term: one numbered chapter a week, then the appendix and a review.
-TERM_WEEKS = 13
+TERM_WEEKS = 14
 # Its graded labs, placed by hand: consecutive chapters, every numbered chapter in one (a test
 # fails until a new chapter is). A lab is handed out in the week of its last chapter and is
 # due a week later.
@@ -54,6 +54,7 @@ LABS = (
     ("04_queries_keys_values", "05_scaling", "06_masks"),
     ("07_multi_head_attention", "08_positional_encoding", "09_encoder_block"),
     ("10_decoder_and_cross_attention", "11_attention_at_scale", "12_gpt_from_the_pieces"),
+    ("13_attention_in_modern_llms",),
 )
 # The part whose chapters, with everything they build on, make the language-model bundle.
 LANGUAGE_MODEL_PART = "Part IV — Attention in today's language models"
@@ -246,7 +247,8 @@ PLACES: dict[str, tuple[int, int]] = {
     "10_decoder_and_cross_attention": (0, 8),
     "11_attention_at_scale": (0, 9),
     "12_gpt_from_the_pieces": (0, 10),
-    "pitfalls": (0, 11),
+    "13_attention_in_modern_llms": (0, 11),
+    "pitfalls": (0, 12),
 }
 BOX_WIDTH, LINE, H_GAP, V_GAP = 220, 18, 40, 26
 MARGIN, LEGEND_LINE = 16, 20

@@ -83,6 +83,12 @@ from selfattn_lib.exercises.ch12_language_model import (
     check_top_p_filter,
     check_train_bpe,
 )
+from selfattn_lib.exercises.ch13_modern_attention import (
+    check_grouped_query_attention,
+    check_rotate,
+    check_tiled_attention,
+    check_window_mask,
+)
 
 __all__ = [
     "Feedback",
@@ -133,4 +139,8 @@ __all__ = [
     "check_top_p_filter",
     "check_apply_merges",
     "check_train_bpe",
+    "check_rotate",
+    "check_grouped_query_attention",
+    "check_window_mask",
+    "check_tiled_attention",
 ]

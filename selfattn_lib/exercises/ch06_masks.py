@@ -79,6 +79,9 @@ def check_look_back_mask(look_back_mask: Callable[[int, int], Any]) -> kit.Feedb
                 f"{what}[{i}, {j}] is {bool(got[i, j])}, expected {bool(expected[i, j])}: "
                 f"query {i} may attend key {j} only if {i} - {window} < {j} <= {i}"
             )
+        kit.require_own_code(
+            look_back_mask, (5, 2), ("selfattn_lib.sliding_window",), name, kit.WRITE_IT_YOURSELF
+        )
         return (
             "Your look-back mask is right: every query sees itself and the window - 1 keys "
             "before it, never the future."

@@ -103,6 +103,15 @@ from selfattn_lib.plotting.ch12_language_model import (
     next_token_flow,
     sampling_flow,
 )
+from selfattn_lib.plotting.ch13_modern_attention import (
+    bits_by_position,
+    decode_bytes,
+    kv_head_groups,
+    rotary_step_flow,
+    tile_schedule,
+    traffic_by_length,
+    window_masks,
+)
 
 __all__ = [
     "record_shapes",
@@ -171,4 +180,11 @@ __all__ = [
     "next_character_bars",
     "next_token_flow",
     "sampling_flow",
+    "bits_by_position",
+    "decode_bytes",
+    "kv_head_groups",
+    "rotary_step_flow",
+    "tile_schedule",
+    "traffic_by_length",
+    "window_masks",
 ]
