@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.colors import ListedColormap, to_rgb
+from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
@@ -298,10 +298,11 @@ def window_masks(masks: Mapping[str, np.ndarray]) -> Figure:
     axes = list(grid.flat)
     for unused in axes[n_panels:]:
         unused.set_visible(False)
-    colours = ListedColormap([_MAY_NOT, _MAY_ATTEND])
+    allowed, masked = np.array(to_rgb(_MAY_ATTEND)), np.array(to_rgb(_MAY_NOT))
     for index, (ax, (name, mask)) in enumerate(zip(axes, arrays.items(), strict=False)):
         n_tokens = len(mask)
-        ax.imshow(mask, cmap=colours, vmin=0, vmax=1, interpolation="nearest")
+        # Two flat colours drawn as an RGB image: no colour map, so nothing to misread.
+        ax.imshow(np.where(mask[..., None], allowed, masked), interpolation="nearest")
         ax.set_xticks(np.arange(-0.5, n_tokens), minor=True)
         ax.set_yticks(np.arange(-0.5, n_tokens), minor=True)
         ax.grid(which="minor", color="white", linewidth=1.0)

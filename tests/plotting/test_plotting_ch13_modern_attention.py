@@ -9,12 +9,12 @@ import re
 
 import numpy as np
 import pytest
-from matplotlib.colors import to_hex
+from matplotlib.colors import to_hex, to_rgb
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
 from selfattn_lib import plotting
-from selfattn_lib.plotting.ch13_modern_attention import SMALLEST_FONT, _compact
+from selfattn_lib.plotting.ch13_modern_attention import _MAY_ATTEND, SMALLEST_FONT, _compact
 from selfattn_lib.plotting.diagrams import read_back
 
 
@@ -236,7 +236,9 @@ def test_ch13_window_masks_draws_each_mask_with_its_keys_at_the_last_row():
     fig = plotting.window_masks(MASKS)
     assert len(fig.axes) == 3
     for ax, (name, mask) in zip(fig.axes, MASKS.items(), strict=True):
-        np.testing.assert_array_equal(np.asarray(ax.images[0].get_array()), mask)
+        drawn = np.asarray(ax.images[0].get_array())  # (T, T, 3): RGB, no colour map
+        allowed = np.array(to_rgb(_MAY_ATTEND))
+        np.testing.assert_array_equal(np.all(drawn == allowed, axis=-1), mask)
         assert (ax.get_xlabel(), ax.get_title()) == (
             "key position",
             f"{name}: {int(mask[-1].sum())} keys",
