@@ -10,7 +10,8 @@ against this library. One module per concept, in the order the course teaches th
 ``attention_cost`` → ``kv_cache`` → ``online_softmax`` (NumPy, attention at scale), then
 ``sampling`` → ``tokenization`` (NumPy) → ``rotary`` → ``grouped_query`` → ``sliding_window``
 → ``language_model`` (PyTorch: rotary positions, grouped-query attention, sliding windows and
-a small GPT that can use them), then ``flash_attention`` (NumPy: FlashAttention's tiled pass).
+a small GPT that can use them), then ``flash_attention`` (NumPy: FlashAttention's tiled pass),
+then ``induction`` (PyTorch: an attention-only model, its induction heads and their scores).
 
 Beside them: ``embeddings`` (a small word-vector set), ``plotting`` (figures: shared
 primitives and one module per chapter), ``widgets`` (interactive wrappers) and ``exercises``
@@ -65,4 +66,5 @@ CONCEPT_MODULES = (
     "sliding_window",
     "language_model",
     "flash_attention",
+    "induction",
 )

@@ -98,20 +98,7 @@ class GPTConfig:
         for name in ("vocab_size", "context_length", "d_model", "n_heads", "d_ff", "n_layers"):
             check_positive_int(name, getattr(self, name))
         check_probability("dropout", self.dropout)
-        if self.d_model % self.n_heads:
-            raise ValueError(
-                f"d_model must be divisible by n_heads: d_model = {self.d_model}, "
-                f"n_heads = {self.n_heads}"
-            )
-        if not isinstance(self.positions, str):
-            raise TypeError(f"positions must be one of {POSITIONS}, got {self.positions!r}")
-        if self.positions not in POSITIONS:
-            raise ValueError(f"positions must be one of {POSITIONS}, got {self.positions!r}")
-        if self.positions == "rope" and (self.d_model // self.n_heads) % 2:
-            raise ValueError(
-                'positions="rope" needs an even head size (features are rotated in pairs): '
-                f"D_h = d_model / n_heads = {self.d_model // self.n_heads}"
-            )
+        _check_heads_and_positions(self.d_model, self.n_heads, self.positions)
         if self.n_kv_heads is not None:
             check_positive_int("n_kv_heads", self.n_kv_heads)
             if self.n_heads % self.n_kv_heads:
@@ -557,3 +544,22 @@ def _check_model_cache(cache: object, config: GPTConfig) -> KVCache:
             f"has window = {config.window}, n_sinks = {config.n_sinks} (use model.new_cache())"
         )
     return cache
+
+
+def _check_heads_and_positions(d_model: int, n_heads: int, positions: object) -> None:
+    """What a model's config checks about its heads and positions (this GPT and chapter 14's
+    attention-only model): heads that split ``D`` evenly, and a known kind of positions, with
+    an even head size for rotary ones (features are rotated in pairs)."""
+    if d_model % n_heads:
+        raise ValueError(
+            f"d_model must be divisible by n_heads: d_model = {d_model}, n_heads = {n_heads}"
+        )
+    if not isinstance(positions, str):
+        raise TypeError(f"positions must be one of {POSITIONS}, got {positions!r}")
+    if positions not in POSITIONS:
+        raise ValueError(f"positions must be one of {POSITIONS}, got {positions!r}")
+    if positions == "rope" and (d_model // n_heads) % 2:
+        raise ValueError(
+            'positions="rope" needs an even head size (features are rotated in pairs): '
+            f"D_h = d_model / n_heads = {d_model // n_heads}"
+        )

@@ -20,7 +20,7 @@ import selfattn_lib
 
 torch = pytest.importorskip("torch")
 
-from selfattn_lib import language_model, multihead, tasks, transformer  # noqa: E402
+from selfattn_lib import induction, language_model, multihead, tasks, transformer  # noqa: E402
 from selfattn_lib.tokenization import CharTokenizer  # noqa: E402
 
 RNG = np.random.default_rng(0)
@@ -33,6 +33,8 @@ VOCABULARY = tasks.Vocabulary(("<pad>", "<bos>", "<eos>", "a", "b"))
 PROBABILITIES = np.full((2, 3, 4), 0.25)  # (B, T, V): rows of next-token probabilities
 LM_CONFIG = language_model.GPTConfig(5, context_length=4, d_model=4, n_heads=1, d_ff=8)
 LM_MODEL = language_model.GPT(LM_CONFIG)
+INDUCTION_CONFIG = induction.AttentionOnlyConfig(5, context_length=4, d_model=4, n_heads=1)
+INDUCTION_MODEL = induction.AttentionOnlyTransformer(INDUCTION_CONFIG)
 
 
 def encoder_params() -> dict:
@@ -508,11 +510,53 @@ CASES: dict[str, Case] = {
         {"block_k": "4"},
         {"causal": True},
     ),
+    "induction.repeated_tokens": (
+        lambda: {"n_sequences": 2, "half_length": 3, "vocab_size": 5,
+                 "generator": torch.Generator().manual_seed(0)},
+        {"first_token": 1.5},
+        {"first_token": 5},
+    ),
+    "induction.AttentionOnlyConfig": (
+        lambda: {"vocab_size": 5, "context_length": 4, "d_model": 4, "n_heads": 1},
+        {"positions": 1},
+        {"n_heads": 3},
+    ),
+    "induction.AttentionOnlyTransformer": (
+        lambda: {"config": INDUCTION_CONFIG}, {"config": "config"}, None,
+    ),
+    "induction.train_induction_model": (
+        lambda: {"model": INDUCTION_MODEL, "steps": 1, "batch_size": 2, "half_length": 2,
+                 "generator": torch.Generator().manual_seed(0)},
+        {"half_length": 2.0},
+        {"half_length": (3, 2)},
+    ),
+    "induction.in_context_loss": (
+        lambda: {"model": INDUCTION_MODEL, "tokens": torch.tensor([[0, 1, 0, 1]])},
+        {"tokens": torch.ones(1, 4)},
+        {"ablate": [(2, 0)]},
+    ),
+    "induction.previous_token_scores": (
+        lambda: {"weights": [torch.full((1, 1, 2, 2), 0.5)]},
+        {"weights": torch.full((1, 1, 2, 2), 0.5)},
+        {"weights": [torch.ones(1, 1, 1, 1)]},
+    ),
+    "induction.prefix_matching_scores": (
+        lambda: {"weights": [torch.full((1, 1, 4, 4), 0.25)], "half_length": 2},
+        {"half_length": 2.0},
+        {"half_length": 3},
+    ),
+    "induction.ov_circuit": (
+        lambda: {"model": INDUCTION_MODEL, "layer": 1, "head": 0},
+        {"layer": 1.0},
+        {"head": 1},
+    ),
+    "induction.copying_scores": (lambda: {"model": INDUCTION_MODEL}, {"model": "model"}, None),
 }  # fmt: skip
 # Records that hold what a function computed and check nothing themselves.
 NOT_CALLED = {"tasks.DateDataset": "a record made by make_dataset",
               "training.TrainingHistory": "a record filled by train",
-              "layers.LayerCache": "filled by attention; extend checks its input"}  # fmt: skip
+              "layers.LayerCache": "filled by attention; extend checks its input",
+              "induction.InductionHistory": "a record filled by train_induction_model"}  # fmt: skip
 
 
 def public_callables() -> dict[str, Callable]:
