@@ -6,9 +6,10 @@ layer writes into each position which token came just before it, and the inducti
 the second layer uses that to attend, from the current token ``A``, to the position just
 after the earlier ``A`` (*prefix matching*), and copies the token it finds there, ``B``
 (*copying*). Trained on sequences of random tokens that are repeated, a two-layer model
-learns this suddenly: the loss on the repeated half first creeps down a little (a token
-already seen is likelier than the others), then falls to almost zero within a couple of
-hundred steps (the *phase change* of Olsson et al., 2022).
+learns this suddenly: the loss on the repeated half first falls by about 2 bits (every token
+of the repeated half has already occurred, and a head that spreads its attention over the
+tokens seen so far can raise them all), then to almost zero within about a hundred steps
+(the *phase change* of Olsson et al., 2022).
 
 - :func:`repeated_tokens` — the data: random tokens, the second half a copy of the first;
 - :class:`AttentionOnlyConfig` and :class:`AttentionOnlyTransformer` — the model: a token
@@ -508,7 +509,7 @@ def ov_circuit(model: AttentionOnlyTransformer, layer: int, head: int) -> Tensor
 
 def copying_scores(model: AttentionOnlyTransformer) -> Tensor:
     """How much each head copies: a summary of the eigenvalues ``λ`` of its OV circuit
-    (:func:`ov_circuit`), ``Σ λ / Σ |λ|`` (Elhage et al., 2021; Olsson et al., 2022).
+    (:func:`ov_circuit`), ``Σ λ / Σ |λ|`` (Elhage et al., 2021).
 
     A head that raises the logit of the token it attends to has a circuit with large
     positive eigenvalues, and scores close to 1 (an identity circuit scores exactly 1); a
@@ -544,11 +545,17 @@ def copying_scores(model: AttentionOnlyTransformer) -> Tensor:
     scores = torch.zeros(config.n_layers, config.n_heads, dtype=torch.float64)  # (L, H)
     for layer in range(config.n_layers):
         for head in range(config.n_heads):
-            left, right = _ov_factors(model, layer, head)  # (V, D_h), (D_h, V)
-            eigenvalues = torch.linalg.eigvals(right @ left)  # (D_h,) complex
-            total = eigenvalues.abs().sum()
-            scores[layer, head] = eigenvalues.sum().real / total if total > 0 else 0.0
+            scores[layer, head] = _copying_score(*_ov_factors(model, layer, head))
     return scores
+
+
+def _copying_score(left: Tensor, right: Tensor) -> float:
+    """``Σ λ / Σ |λ|`` over the eigenvalues ``λ`` of the circuit ``left @ right``
+    ``(V, V)``, from the ``D_h × D_h`` product ``right @ left``, which has the same non-zero
+    eigenvalues; 0 for an all-zero circuit. ``left``: ``(V, D_h)``, ``right``: ``(D_h, V)``."""
+    eigenvalues = torch.linalg.eigvals(right @ left)  # (D_h,) complex
+    total = eigenvalues.abs().sum()
+    return (eigenvalues.sum().real / total).item() if total > 0 else 0.0
 
 
 def _ov_factors(model: object, layer: object, head: object) -> tuple[Tensor, Tensor]:

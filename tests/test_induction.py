@@ -425,6 +425,21 @@ def test_a_rotation_copies_nothing():
     assert copying_scores(model)[0, 0].item() == pytest.approx(0.0, abs=1e-12)
 
 
+@pytest.mark.parametrize(("vocab_size", "d_head"), [(9, 4), (7, 1), (5, 5)])
+def test_the_copying_score_of_two_factors_is_that_of_their_full_circuit(vocab_size, d_head):
+    """From the small product right @ left, with the full V × V circuit's eigenvalues
+    (negative and complex ones included, V - D_h of them zero)."""
+    generator = torch.Generator().manual_seed(vocab_size + d_head)
+    left = torch.randn(vocab_size, d_head, generator=generator, dtype=torch.float64)
+    right = torch.randn(d_head, vocab_size, generator=generator, dtype=torch.float64)
+    eigenvalues = torch.linalg.eigvals(left @ right)  # (V,) complex
+    expected = (eigenvalues.sum().real / eigenvalues.abs().sum()).item()
+    score = induction._copying_score(left, right)
+    assert isinstance(score, float) and score == pytest.approx(expected, abs=1e-10)
+    assert induction._copying_score(left, -right) == pytest.approx(-expected, abs=1e-10)
+    assert induction._copying_score(left, 0 * right) == 0.0
+
+
 def full_circuit_by_modules(model, layer: int, head: int) -> torch.Tensor:
     """The OV circuit by running the modules on every token's embedding with the other
     heads' value features set to zero."""

@@ -89,6 +89,12 @@ from selfattn_lib.exercises.ch13_modern_attention import (
     check_tiled_attention,
     check_window_mask,
 )
+from selfattn_lib.exercises.ch14_attention_heads import (
+    check_copying_score,
+    check_half_losses,
+    check_prefix_matching_score,
+    check_previous_token_score,
+)
 
 __all__ = [
     "Feedback",
@@ -143,4 +149,8 @@ __all__ = [
     "check_grouped_query_attention",
     "check_window_mask",
     "check_tiled_attention",
+    "check_previous_token_score",
+    "check_prefix_matching_score",
+    "check_half_losses",
+    "check_copying_score",
 ]

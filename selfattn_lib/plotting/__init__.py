@@ -112,6 +112,13 @@ from selfattn_lib.plotting.ch13_modern_attention import (
     traffic_by_length,
     window_masks,
 )
+from selfattn_lib.plotting.ch14_attention_heads import (
+    ablation_bars,
+    head_maps,
+    induction_flow,
+    ov_circuits,
+    phase_change,
+)
 
 __all__ = [
     "record_shapes",
@@ -187,4 +194,9 @@ __all__ = [
     "tile_schedule",
     "traffic_by_length",
     "window_masks",
+    "ablation_bars",
+    "head_maps",
+    "induction_flow",
+    "ov_circuits",
+    "phase_change",
 ]

@@ -234,10 +234,12 @@ def head_weights(
     titles: Sequence[str] | None = None,
     colorbar: bool = True,
     axes: Sequence[Axes] | None = None,
+    annotate: bool = True,
 ) -> Figure:
     """Draw the attention weights of several heads side by side, on one colour scale.
 
-    Every panel is a heatmap (queries as rows, keys as columns, weights written in the cells)
+    Every panel is a heatmap (queries as rows, keys as columns, weights written in the cells
+    unless ``annotate=False``, for sequences too long to read numbers in)
     with colours fixed to ``[0, 1]``, so the same colour means the same weight in every head;
     one colour bar serves all panels. A panel just right of the previous one in the same row
     leaves the query labels to it. Without ``axes`` the figure is at most as wide as the
@@ -293,6 +295,8 @@ def head_weights(
         else:
             ax.set_ylabel("query")
         ax.set_title(titles[head], fontsize=10)
+        if not annotate:
+            continue
         for (row, col), value in np.ndenumerate(values[head]):
             colour = text_colour(image.cmap(image.norm(value)))
             ax.text(

@@ -107,6 +107,12 @@ def test_ch7_head_weights_draws_every_head_on_one_colour_scale():
     assert min(text.get_fontsize() for ax in heatmaps for text in ax.texts) >= 8
 
 
+def test_ch7_head_weights_without_annotations_writes_no_numbers():
+    fig = plotting.head_weights(np.full((2, 3, 3), 1 / 3), ["a", "b", "c"], annotate=False)
+    assert all(not ax.texts for ax in fig.axes[:2])
+    np.testing.assert_array_equal(fig.axes[0].images[0].get_array(), np.full((3, 3), 1 / 3))
+
+
 def test_ch7_head_weights_fits_the_column_in_rows_of_three():
     fig = plotting.head_weights(np.full((5, 4, 4), 0.25), ["a", "b", "c", "d"])
     assert fig.get_size_inches()[0] <= plotting.COLUMN_WIDTH
