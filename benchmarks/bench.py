@@ -4,7 +4,8 @@ Four measurements, each in one run:
 
 1. every published notebook executed top to bottom in a fresh kernel: wall time (including
    kernel start) and the kernel's peak resident memory, and for a chapter that trains a
-   language model the training time and bits per character it printed;
+   model what it printed about the training: its time, and the bits per character of a
+   language model or the scores of chapter 14's induction head;
 2. a clean build of the book (``jupyter-book build`` into an empty directory), which shows
    the notebooks' committed outputs;
 3. ``selfattn_lib.attention.scaled_dot_product_attention`` (NumPy) against
@@ -38,10 +39,15 @@ TARGET_SECONDS = {
     "11_attention_at_scale": 30,
     "12_gpt_from_the_pieces": 60,
     "13_attention_in_modern_llms": 120,
+    "14_what_attention_heads_learn": 150,
 }
 # What a training chapter prints about its model, read from the run's own outputs: chapter 12's
-# training time (target 60 s) and bits per character of the baselines and the model.
-TRAINING_LINE = re.compile(r"training: (?P<steps>\d+) steps in (?P<training>[\d.]+) s")
+# training time (target 60 s) and bits per character of the baselines and the model. Only at
+# the start of a line: chapter 14's "GPT training:" is read below. Chapter 14 prints a
+# "training:" line too, for its attention-only model; each chapter's table applies its target.
+TRAINING_LINE = re.compile(
+    r"^training: (?P<steps>\d+) steps in (?P<training>[\d.]+) s", re.MULTILINE
+)
 BITS_LINE = re.compile(
     r"bits per character: unigram (?P<unigram>[\d.]+), bigram (?P<bigram>[\d.]+), "
     r"model (?P<model>[\d.]+)"
@@ -54,7 +60,25 @@ RETRAINING_LINE = re.compile(
 POSITIONS_LINE = re.compile(
     r"bits per character: learned (?P<learned>[\d.]+), RoPE (?P<rope>[\d.]+)"
 )
+# Chapter 14 trains its attention-only model (target 90 s, the "training:" line above) and
+# retrains chapter 12's GPT: the phase change, the induction head's prefix-matching score, and
+# the in-context gain with and without that head.
+GPT_TRAINING_LINE = re.compile(
+    r"^GPT training: (?P<gpt_steps>\d+) steps in (?P<gpt_training>[\d.]+) s", re.MULTILINE
+)
+PHASE_CHANGE_LINE = re.compile(r"^phase change at step (?P<phase_step>\d+)", re.MULTILINE)
+INDUCTION_HEAD_LINE = re.compile(
+    r"^induction head: layer (?P<induction_layer>\d+) head (?P<induction_head>\d+), "
+    r"previous-token (?P<induction_previous>[\d.]+), prefix-matching (?P<prefix>[\d.]+)",
+    re.MULTILINE,
+)
+GAIN_LINE = re.compile(
+    r"^in-context gain: (?P<gain>-?[\d.]+) bits; without the induction head: "
+    r"(?P<gain_without>-?[\d.]+)",
+    re.MULTILINE,
+)
 TARGET_TRAINING_SECONDS = 60
+TARGET_INDUCTION_TRAINING_SECONDS = 90
 TARGET_BELOW_BIGRAM = 0.5  # bits per character
 DEFAULT_TARGET_SECONDS = 10
 ATTENTION_SIZES = [(1, 8, 128, 64), (1, 8, 512, 64), (1, 8, 1024, 64)]  # (B, H, T, D)
@@ -82,7 +106,9 @@ def execute_one(path: Path) -> dict:
 
 
 def model_report(notebook) -> dict:
-    """The training time and bits per character a notebook printed, if it trains a model."""
+    """What a notebook printed about the model it trains, if it trains one: the training time,
+    and the bits per character (chapters 12 and 13) or the induction head's scores (chapter
+    14)."""
     printed = "".join(
         output.get("text", "")
         for cell in notebook.cells
@@ -90,11 +116,18 @@ def model_report(notebook) -> dict:
         for output in cell.get("outputs", [])
     )
     found = {}
-    for pattern in (TRAINING_LINE, BITS_LINE, RETRAINING_LINE, POSITIONS_LINE):
+    patterns = (TRAINING_LINE, BITS_LINE, RETRAINING_LINE, POSITIONS_LINE)
+    patterns += (GPT_TRAINING_LINE, PHASE_CHANGE_LINE, INDUCTION_HEAD_LINE, GAIN_LINE)
+    for pattern in patterns:
         match = pattern.search(printed)
         if match:
             found.update({key: float(value) for key, value in match.groupdict().items()})
     return found
+
+
+def printed_number(row: dict, key: str, spec: str) -> str:
+    """A number a notebook printed, formatted, or a dash if it did not print that line."""
+    return format(row[key], spec) if key in row else "—"
 
 
 def measure_notebooks() -> list[dict]:
@@ -309,6 +342,38 @@ def report(notebooks: list[dict], book_seconds: float, attention: list[dict], gr
                 f"`{row['name']}` trained for {row['retraining']:.1f} s "
                 f"(target {TARGET_TRAINING_SECONDS} s)"
             )
+    induction = [row for row in notebooks if "prefix" in row]
+    if induction:
+        lines += [
+            "",
+            "## Induction heads",
+            "",
+            "Chapter 14's attention-only model on repeated random tokens: its training, the "
+            "step of the phase change, the head with the highest prefix-matching score, and "
+            "the in-context gain (first half's loss minus the repeated half's, in bits per "
+            "token) with all heads and with that head switched off; then chapter 12's GPT, "
+            "retrained.",
+            "",
+            "| notebook | steps | training (s) | phase change (step) | induction head | "
+            "prefix-matching | gain (bits) | without the head | GPT training (s) |",
+            "|---|---:|---:|---:|---|---:|---:|---:|---:|",
+        ]
+    for row in induction:
+        slow = row.get("training", 0) > TARGET_INDUCTION_TRAINING_SECONDS
+        lines.append(
+            f"| `{row['name']}` | {printed_number(row, 'steps', '.0f')} | "
+            f"{printed_number(row, 'training', '.1f')}{' ✘' if slow else ''} | "
+            f"{printed_number(row, 'phase_step', '.0f')} | "
+            f"layer {row['induction_layer']:.0f} · head {row['induction_head']:.0f} | "
+            f"{row['prefix']:.2f} | {printed_number(row, 'gain', '.2f')} | "
+            f"{printed_number(row, 'gain_without', '.2f')} | "
+            f"{printed_number(row, 'gpt_training', '.1f')} |"
+        )
+        if slow:
+            missed.append(
+                f"`{row['name']}` trained for {row['training']:.1f} s "
+                f"(target {TARGET_INDUCTION_TRAINING_SECONDS} s)"
+            )
     lines += [
         "",
         "## Grading a class",
@@ -345,7 +410,8 @@ def report(notebooks: list[dict], book_seconds: float, attention: list[dict], gr
         lines.append(
             "All met: every chapter under 10 s (chapter 10 under 90 s, chapter 11 under 30 s, "
             "chapter 12 under 60 s with its training too, chapter 13 under 120 s with its two "
-            "trainings under 60 s, and chapter 12's model at least "
+            "trainings under 60 s, chapter 14 under 150 s with its model's training under "
+            f"{TARGET_INDUCTION_TRAINING_SECONDS} s, and chapter 12's model at least "
             f"{TARGET_BELOW_BIGRAM} bits per character below the bigram), "
             "the NumPy attention within 3x of PyTorch's at T = 512, D = 64, and the test "
             f"class graded in under {TARGET_GRADING_SECONDS} s."

@@ -45,7 +45,7 @@ SESSIONS_PER_WEEK = 2
 # The one-lecture path: the chapters that make self-attention itself, taught in one session.
 ONE_LECTURE = ("03_self_attention_basics", "04_queries_keys_values")
 # A whole term: one numbered chapter a week, then the appendix and a review.
-TERM_WEEKS = 14
+TERM_WEEKS = 15
 # Its graded labs, placed by hand: consecutive chapters, every numbered chapter in one (a test
 # fails until a new chapter is). A lab is handed out in the week of its last chapter and is
 # due a week later.
@@ -54,7 +54,7 @@ LABS = (
     ("04_queries_keys_values", "05_scaling", "06_masks"),
     ("07_multi_head_attention", "08_positional_encoding", "09_encoder_block"),
     ("10_decoder_and_cross_attention", "11_attention_at_scale", "12_gpt_from_the_pieces"),
-    ("13_attention_in_modern_llms",),
+    ("13_attention_in_modern_llms", "14_what_attention_heads_learn"),
 )
 # The part whose chapters, with everything they build on, make the language-model bundle.
 LANGUAGE_MODEL_PART = "Part IV — Attention in today's language models"
@@ -233,7 +233,9 @@ def transitive_reduction(graph: dict[str, list[str]]) -> dict[str, list[str]]:
 
 # Where each chapter's box stands in the diagram: (column, row), placed by hand. The main line
 # runs down column 0; chapter 8 (positions) branches off chapter 4 into column 1 and rejoins
-# at chapter 9. A new chapter gets a place here (a test fails until it has one).
+# at chapter 9, and chapter 14 stands beside chapter 13: both build on chapter 12, neither on
+# the other (in column 0 under 13, the arrow from 12 would cross 13's box). A new chapter gets
+# a place here (a test fails until it has one).
 PLACES: dict[str, tuple[int, int]] = {
     "01_dot_product_similarity": (0, 0),
     "02_softmax": (0, 1),
@@ -248,6 +250,7 @@ PLACES: dict[str, tuple[int, int]] = {
     "11_attention_at_scale": (0, 9),
     "12_gpt_from_the_pieces": (0, 10),
     "13_attention_in_modern_llms": (0, 11),
+    "14_what_attention_heads_learn": (1, 11),
     "pitfalls": (0, 12),
 }
 BOX_WIDTH, LINE, H_GAP, V_GAP = 220, 18, 40, 26
