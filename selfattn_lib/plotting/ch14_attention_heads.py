@@ -117,9 +117,9 @@ def induction_flow(
         "induction head →",
         Grid("attends to", attends_to, cols=queries, fmt=".0f", role="key",
              note="key position, per query"),
-        "copy →",
+        "→",
         Grid("predicts", predicted, cols=queries, fmt=".0f", role="output",
-             note="next token, per query"),
+             note="the token there, copied"),
         title=(title + "\n" if title else "") + subtitle,
     )  # fmt: skip
 
@@ -163,7 +163,7 @@ def phase_change(
 
     steps = np.arange(1, first.size + 1)
     kernel = np.ones(smooth) / smooth
-    ax = new_axes((COLUMN_WIDTH * 0.8, 3.2))
+    ax = new_axes((COLUMN_WIDTH * 0.8, 2.9))
     for index, (name, bits) in enumerate((("first half", first), ("repeated half", repeated))):
         colour = OKABE_ITO[index]
         mean = np.convolve(bits, kernel, mode="valid")
@@ -215,9 +215,9 @@ def head_maps(
 ) -> Figure:
     """Every head's attention weights on one sequence, as small multiples on one colour
     scale (viridis, ``[0, 1]``): one panel per head, titled ``layer l · head h`` and, below,
-    each of ``scores`` for that head (for instance its previous-token and prefix-matching
-    scores). Layers are counted from ``first_layer`` (1, as the chapter counts them) and
-    heads from ``first_head`` (0), so that a slice of the heads keeps its names.
+    each of ``scores`` for that head, two to a line (for instance its previous-token and
+    prefix-matching scores). Layers are counted from ``first_layer`` (1, as the chapter counts
+    them) and heads from ``first_head`` (0), so that a slice of the heads keeps its names.
 
     Shapes
     ------
@@ -226,9 +226,9 @@ def head_maps(
     Examples
     --------
     >>> fig = head_maps(np.full((1, 2, 2, 2), 0.5), ["a", "b"],
-    ...                 scores={"prev": np.array([[0.5, 0.25]])})
+    ...                 scores={"prev": np.array([[0.5, 0.25]]), "x": np.ones((1, 2))})
     >>> [ax.get_title() for ax in fig.axes[:2]]
-    ['layer 1 · head 0\\nprev 0.50', 'layer 1 · head 1\\nprev 0.25']
+    ['layer 1 · head 0\\nprev 0.50 · x 1.00', 'layer 1 · head 1\\nprev 0.25 · x 1.00']
     """
     values = np.asarray(weights, dtype=np.float64)
     if values.ndim != 4 or values.shape[2] != values.shape[3]:
@@ -250,13 +250,15 @@ def head_maps(
     n_panels = n_layers * n_heads
     width = min(COLUMN_WIDTH, 0.16 * n_tokens * min(columns, n_panels) + 2.0)
     fig, axes = small_multiples(
-        n_panels, columns=columns, panel_height=0.16 * n_tokens + 1.5, width=width
+        n_panels, columns=columns, panel_height=0.13 * n_tokens + 1.05, width=width
     )
     titles = []
     for layer in range(n_layers):
         for head in range(n_heads):
             lines = [f"layer {first_layer + layer} · head {first_head + head}"]
-            lines += [f"{name} {float(table[layer][head]):.2f}" for name, table in scores.items()]
+            values_of = [f"{name} {float(t[layer][head]):.2f}" for name, t in scores.items()]
+            # Two scores to a line, so that a title stays as narrow as its panel.
+            lines += [" · ".join(values_of[i : i + 2]) for i in range(0, len(values_of), 2)]
             titles.append("\n".join(lines))
     head_weights(
         values.reshape(n_panels, n_tokens, n_tokens),
@@ -302,7 +304,7 @@ def ablation_bars(
 
     labels = list(losses)
     y = np.arange(len(labels))
-    ax = new_axes((COLUMN_WIDTH * 0.8, 0.55 * len(labels) + 1.8))
+    ax = new_axes((COLUMN_WIDTH * 0.8, 0.4 * len(labels) + 1.6))
     for index, name in enumerate(("first half", "repeated half")):
         bars = ax.barh(
             y + (index - 0.5) * 0.38,

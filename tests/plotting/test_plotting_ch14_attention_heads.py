@@ -167,6 +167,12 @@ def test_ch14_head_maps_names_every_head_with_its_scores_on_one_scale():
     _fits_a_phone(fig)
 
 
+def test_ch14_head_maps_writes_two_scores_to_a_line():
+    scores = {name: np.full((1, 1), value) for name, value in (("a", 0.1), ("b", 0.2), ("c", 0.3))}
+    fig = plotting.head_maps(np.full((1, 1, 2, 2), 0.5), ["x", "y"], scores=scores)
+    assert fig.axes[0].get_title() == "layer 1 · head 0\na 0.10 · b 0.20\nc 0.30"
+
+
 def test_ch14_head_maps_keeps_the_names_of_a_slice_of_heads():
     fig = plotting.head_maps(np.full((1, 1, 2, 2), 0.5), ["a", "b"], first_layer=2, first_head=1)
     assert fig.axes[0].get_title() == "layer 2 · head 1"
