@@ -200,14 +200,30 @@ return {
 };
 """
 
-# A laptop and a phone (CSS pixels): every page is checked at both.
+# A laptop and a phone (CSS pixels): every page is checked at both. The phone is Chromium's
+# mobile emulation of a 390 x 844 screen (device pixel ratio 3, touch), as a phone shows the
+# page: at its device width (the theme's viewport meta tag), with no scroll bar.
 VIEWPORTS = {"laptop": (1366, 768), "phone": (390, 844)}
+PHONE_METRICS = {"width": 390, "height": 844, "deviceScaleFactor": 3, "mobile": True}
+
+
+def emulate(browser, viewport: str, size: tuple[int, int] | None = None) -> None:
+    """Make the browser a phone (mobile emulation) or a desktop window of ``size``."""
+    if viewport == "phone":
+        browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", PHONE_METRICS)
+        browser.execute_cdp_cmd(
+            "Emulation.setTouchEmulationEnabled", {"enabled": True, "maxTouchPoints": 5}
+        )
+    else:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+        browser.execute_cdp_cmd("Emulation.setTouchEmulationEnabled", {"enabled": False})
+        browser.set_window_size(*(size or VIEWPORTS[viewport]))
 
 
 def open_page(browser, server: str, page: str, viewport: str) -> int | None:
     """Load ``page`` at the size of ``viewport`` and wait for MathJax; the number of
     formulas it typeset (None on a page without MathJax)."""
-    browser.set_window_size(*VIEWPORTS[viewport])
+    emulate(browser, viewport)
     browser.set_script_timeout(30)
     browser.get(f"{server}/{page}")
     return browser.execute_async_script(WAIT_FOR_MATHJAX)
@@ -231,6 +247,103 @@ def test_page_renders_in_chromium_with_the_network_off(browser, server, page, vi
     assert facts["cut_formulas"] == [], "no formula is cut off"
     errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
     assert errors == []
+
+
+# --- Menus: the site's navigation (☰) and the page's contents, on every screen width -------
+
+# Where each menu is and whether it can be used: its box, and whether it is a modal drawer
+# (a narrow screen) or shown beside the text (a wide one).
+MENU_STATE = """
+const side = arguments[0];
+const drawer = document.getElementById(`pst-${side}-sidebar-modal`);
+const column = document.querySelector(`.bd-sidebar-${side}`);
+const box = column.getBoundingClientRect();
+return {drawer_open: drawer.open, left: box.left, right: box.right, width: box.width,
+        visible: column.checkVisibility({opacityProperty: true, visibilityProperty: true})
+                 && box.width > 0 && box.right > 0
+                 && box.left < innerWidth};
+"""
+VISIBLE_BUTTON = """
+return [...document.querySelectorAll(`.${arguments[0]}-toggle`)]
+  .filter(button => button.checkVisibility() && button.getBoundingClientRect().width > 0);
+"""
+# The narrow screens, where both menus are drawers behind a button: a phone (mobile
+# emulation) and a small tablet or a narrow desktop window.
+NARROW = {"phone": None, "tablet": (800, 1000)}
+
+
+def tap(browser, element, viewport: str) -> None:
+    """Tap (phone: a touch pointer) or click ``element`` where a reader would: its middle."""
+    from selenium.webdriver.common.actions import interaction
+    from selenium.webdriver.common.actions.action_builder import ActionBuilder
+    from selenium.webdriver.common.actions.pointer_input import PointerInput
+
+    kind = interaction.POINTER_TOUCH if viewport == "phone" else interaction.POINTER_MOUSE
+    actions = ActionBuilder(browser, mouse=PointerInput(kind, kind))
+    actions.pointer_action.move_to(element).pointer_down().pointer_up()
+    actions.perform()
+
+
+def open_menu(browser, server: str, page: str, viewport: str, side: str) -> dict:
+    emulate(browser, "phone" if viewport == "phone" else "desktop", NARROW[viewport])
+    browser.get(f"{server}/{page}")
+    before = browser.execute_script(MENU_STATE, side)
+    assert not before["drawer_open"] and not before["visible"], f"the {side} menu starts closed"
+    [button] = browser.execute_script(VISIBLE_BUTTON, side)
+    tap(browser, button, viewport)
+    return browser.execute_script(MENU_STATE, side)
+
+
+@pytest.mark.parametrize("viewport", NARROW)
+def test_the_site_navigation_opens_on_a_narrow_screen_and_leads_to_a_chapter(
+    browser, server, viewport
+):
+    opened = open_menu(browser, server, CHAPTERS[3], viewport, "primary")
+    assert opened["drawer_open"] and opened["visible"] and opened["left"] >= 0, opened
+    link = browser.find_element(
+        "css selector", "#pst-primary-sidebar-modal a[href$='02_softmax.html']"
+    )
+    tap(browser, link, viewport)
+    assert browser.current_url.endswith("notebooks/02_softmax.html")
+
+
+@pytest.mark.parametrize("viewport", NARROW)
+def test_the_page_contents_open_on_a_narrow_screen_and_lead_to_a_section(browser, server, viewport):
+    opened = open_menu(browser, server, CHAPTERS[3], viewport, "secondary")
+    assert (
+        opened["drawer_open"]
+        and opened["visible"]
+        and opened["right"] <= browser.execute_script("return innerWidth")
+    ), opened
+    links = browser.find_elements("css selector", "#pst-secondary-sidebar-modal nav a[href^='#']")
+    assert len(links) >= 5, "the contents list the page's sections"
+    target = links[2]
+    anchor = target.get_attribute("href").split("#")[1]
+    tap(browser, target, viewport)
+    browser.execute_script("document.getElementById('pst-secondary-sidebar-modal').close()")
+    heading_top = browser.execute_script(
+        "return document.getElementById(arguments[0]).getBoundingClientRect().top", anchor
+    )
+    assert browser.current_url.endswith(f"#{anchor}") and 0 <= heading_top < 300
+
+
+def test_on_a_laptop_the_navigation_button_hides_and_shows_the_sidebar(browser, server):
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    def visible_after_transition(wanted: bool) -> bool:
+        return WebDriverWait(browser, 5).until(
+            lambda _: browser.execute_script(MENU_STATE, "primary")["visible"] == wanted
+        )
+
+    emulate(browser, "laptop")
+    browser.get(f"{server}/{CHAPTERS[3]}")
+    assert browser.execute_script(MENU_STATE, "primary")["visible"]
+    [button] = browser.execute_script(VISIBLE_BUTTON, "primary")
+    tap(browser, button, "laptop")
+    assert visible_after_transition(False), "hidden"
+    tap(browser, button, "laptop")
+    assert visible_after_transition(True), "shown again"
+    assert not browser.execute_script(MENU_STATE, "primary")["drawer_open"], "beside the text"
 
 
 WIDEST_FIGURE = """

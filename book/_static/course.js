@@ -62,3 +62,29 @@ function openFoldedTarget() {
 }
 window.addEventListener("DOMContentLoaded", openFoldedTarget);
 window.addEventListener("hashchange", openFoldedTarget);
+
+// The ☰ (site navigation) and contents buttons. pydata-sphinx-theme 0.17 and
+// sphinx-book-theme 1.3 each wire up only the *first* `.primary-toggle` and
+// `.secondary-toggle` of the page (document.querySelector), which is the theme's own header
+// button, hidden by sphinx-book-theme's layout; the buttons a reader sees are the second of
+// each, and had no listener (pydata-sphinx-theme issue #2451, sphinx-book-theme #988). A
+// click on a visible one is handed to the wired one, so each theme does what it meant to: a
+// drawer on a narrow screen, a collapsed sidebar on a wide one. CONTRIBUTING.md says why
+// this is patched here rather than pinned.
+function forwardSidebarToggles() {
+  for (const side of ["primary", "secondary"]) {
+    const [wired, ...unwired] = document.querySelectorAll(`.${side}-toggle`);
+    for (const button of unwired) {
+      button.addEventListener("click", (event) => {
+        event.preventDefault();
+        event.stopPropagation();
+        wired.click();
+      });
+    }
+  }
+}
+if (document.readyState === "loading") {
+  document.addEventListener("DOMContentLoaded", forwardSidebarToggles);
+} else {
+  forwardSidebarToggles();
+}
