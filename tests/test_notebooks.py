@@ -462,3 +462,60 @@ def test_no_cell_asserts_on_a_measured_time(any_notebook):
             assert "nbval-ignore-output" in cell.metadata.get("tags", []), source[:200]
             for line in re.findall(r"^\s*assert\b.*$", source, re.MULTILINE):
                 assert not TIMED.search(line), f"an assertion on a time: {line.strip()}"
+
+
+# An object's default repr, as a cell's last line shows it (`torch.manual_seed(0)` returns the
+# generator): noise to a learner, and its address changes from run to run.
+DEFAULT_REPR = re.compile(r"<[\w.]+(?: object)? at 0x[0-9a-fA-F]+>")
+
+
+def test_no_output_shows_an_object_s_default_repr(any_notebook):
+    _, nb = any_notebook
+    for cell in code_cells(nb):
+        for output in cell.outputs:
+            text = "".join(output.get("data", {}).get("text/plain", "")) + "".join(
+                output.get("text", "")
+            )
+            assert not DEFAULT_REPR.search(text), f"a stray output in: {cell.source[:80]}"
+
+
+# Inside a formula, a line that begins like a Markdown block (a list item, a quote, a heading,
+# a numbered item) ends the paragraph in some renderers: the rest shows as raw TeX, and a `+`
+# reads as a bullet (chapter 1's first fold once did this). Put the operator at the end of the
+# line before instead.
+BLOCK_START = re.compile(r"^\s*([+*>#-]|\d+[.)])(\s|$)")
+FORMULA = re.compile(r"\$\$(.+?)\$\$|(?<![\\$])\$(?!\$)(.+?)(?<![\\$])\$", re.DOTALL)
+CODE = re.compile(r"```.*?```|`[^`]*`", re.DOTALL)
+
+
+def lines_read_as_blocks(markdown: str) -> list[str]:
+    """The lines inside ``$…$`` or ``$$…$$`` (after a formula's first) that begin a block.
+
+    >>> lines_read_as_blocks("$a\\n+ b$ and $$x\\n= y$$")
+    ['+ b']
+    """
+    found = []
+    for formula in FORMULA.finditer(CODE.sub("", markdown)):
+        body = formula.group(1) or formula.group(2)
+        found += [line.strip() for line in body.split("\n")[1:] if BLOCK_START.match(line)]
+    return found
+
+
+def test_the_rule_finds_a_line_that_starts_a_list_inside_a_formula():
+    assert lines_read_as_blocks("By $a^2\n+ b^2$ we get") == ["+ b^2"]
+    assert lines_read_as_blocks("$$\nx\n- y\n$$") == ["- y"]
+    assert lines_read_as_blocks("$$\nx\n1. y\n$$") == ["1. y"]
+    assert lines_read_as_blocks("$a +\nb$, then\n- a list item $c$") == []
+    assert lines_read_as_blocks("`$x\n+ y$`") == []
+
+
+@pytest.mark.parametrize(
+    "page", [*all_notebooks(), *sorted((ROOT / "book").glob("*.md"))], ids=by_name
+)
+def test_no_line_inside_a_formula_begins_like_a_markdown_block(page):
+    if page.suffix == ".ipynb":
+        texts = [cell.source for cell in read_notebook(page).cells if cell.cell_type == "markdown"]
+    else:
+        texts = [page.read_text(encoding="utf-8")]
+    found = [line for text in texts for line in lines_read_as_blocks(text)]
+    assert found == [], f"move the operator to the end of the line before: {found}"
