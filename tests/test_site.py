@@ -200,6 +200,41 @@ return {
 };
 """
 
+# What a reader sees with every fold open ("Going deeper" parts, solutions, the appendix's
+# answers): visible text that shows TeX instead of typeset maths; printed outputs that run
+# past their box (a cell tagged keep-columns may: its arrays scroll, with a shadow cue); and
+# Markdown tables wider than their column (course.js stacks those into rows).
+UNFOLDED_FACTS = r"""
+document.querySelectorAll("details").forEach(part => { part.open = true; });
+document.querySelectorAll(".toggle-hidden").forEach(box => box.classList.remove("toggle-hidden"));
+window.stackWideTables?.();
+const wider = element => element.scrollWidth > element.clientWidth + 1;
+const rawTex = [];
+const walker = document.createTreeWalker(document.querySelector("main"), NodeFilter.SHOW_TEXT);
+while (walker.nextNode()) {
+  const parent = walker.currentNode.parentElement;
+  if (parent.closest("mjx-container, code, pre, kbd, script, style")) continue;
+  if (!parent.checkVisibility()) continue;
+  const text = walker.currentNode.textContent;
+  if (/\$\\|\\[A-Za-z]{2,}/.test(text)) rawTex.push(text.trim().slice(0, 80));
+}
+const kept = [...document.querySelectorAll(".tag_keep-columns .cell_output pre")];
+return {
+  raw_tex: rawTex,
+  overflowing_outputs: [...document.querySelectorAll(".cell_output pre")]
+    .filter(pre => !kept.includes(pre) && wider(pre))
+    .map(pre => pre.textContent.slice(0, 60)),
+  kept_without_cue: kept
+    .filter(pre => wider(pre) && !/gradient/.test(getComputedStyle(pre).backgroundImage))
+    .map(pre => pre.textContent.slice(0, 60)),
+  overflowing_tables: [...document.querySelectorAll("main table")]
+    .filter(table => !table.closest(".cell_output"))
+    .filter(table => table.getBoundingClientRect().width >
+      (table.closest(".pst-scrollable-table-container") || table.parentElement).clientWidth + 1)
+    .map(table => table.textContent.trim().slice(0, 60)),
+};
+"""
+
 # A laptop and a phone (CSS pixels): every page is checked at both. The phone is Chromium's
 # mobile emulation of a 390 x 844 screen (device pixel ratio 3, touch), as a phone shows the
 # page: at its device width (the theme's viewport meta tag), with no scroll bar.
@@ -247,6 +282,11 @@ def test_page_renders_in_chromium_with_the_network_off(browser, server, page, vi
     assert facts["cut_formulas"] == [], "no formula is cut off"
     errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
     assert errors == []
+    unfolded = browser.execute_script(UNFOLDED_FACTS)
+    assert unfolded["raw_tex"] == [], "TeX shows as text (with every fold open)"
+    assert unfolded["overflowing_outputs"] == [], "printed text runs past its box"
+    assert unfolded["kept_without_cue"] == [], "a keep-columns output scrolls without a cue"
+    assert unfolded["overflowing_tables"] == [], "a table is wider than its column"
 
 
 # --- Menus: the site's navigation (☰) and the page's contents, on every screen width -------

@@ -88,3 +88,25 @@ if (document.readyState === "loading") {
 } else {
   forwardSidebarToggles();
 }
+
+// A Markdown table wider than its column (chapter 6's table of mask conventions, on a phone)
+// is shown as one block per row, each cell labelled with its column's header (course.css:
+// table.stacked); at a width where it fits, it is a table again.
+function stackWideTables() {
+  for (const table of document.querySelectorAll(".bd-article table")) {
+    if (table.closest(".cell_output")) continue;
+    const headers = [...table.querySelectorAll("thead th")].map((th) => th.textContent.trim());
+    for (const row of table.querySelectorAll("tbody tr")) {
+      [...row.children].forEach((cell, index) => {
+        if (headers[index]) cell.dataset.label = headers[index];
+      });
+    }
+    table.classList.remove("stacked");
+    const column = table.closest(".pst-scrollable-table-container") || table.parentElement;
+    if (table.getBoundingClientRect().width > column.clientWidth + 1) {
+      table.classList.add("stacked");
+    }
+  }
+}
+window.addEventListener("DOMContentLoaded", stackWideTables);
+window.addEventListener("resize", stackWideTables);
