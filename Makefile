@@ -4,6 +4,8 @@
 # Both create .venv with the exact versions of requirements.txt when it is missing or stale.
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
+# The same digits in committed outputs on every CPU: PyTorch's kernels on their AVX2 paths.
+include tests/reproducible_cpu.mk
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed

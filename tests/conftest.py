@@ -3,6 +3,8 @@ audit's table and the notice printed when the browser tests could not run."""
 
 from __future__ import annotations
 
+import os
+import re
 import time
 
 import pytest
@@ -13,6 +15,13 @@ from hypothesis import settings
 # example fails a property test on a loaded machine, so there is none, for every test.
 settings.register_profile("course", deadline=None)
 settings.load_profile("course")
+
+# The kernels that nbval starts inherit these (tests/reproducible_cpu.mk says why); `make test`
+# has already exported them.
+for name, value in re.findall(
+    r"^export (\w+) = (\S+)$", (ROOT / "tests" / "reproducible_cpu.mk").read_text(), re.MULTILINE
+):
+    os.environ.setdefault(name, value)
 
 BROWSER_SKIP_REASON = "Debian's chromium and chromedriver are not installed"
 STARTED = pytest.StashKey[float]()

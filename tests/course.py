@@ -18,3 +18,7 @@ from tools.repository import (  # noqa: F401 - re-exported for the tests
 # may be shown at (tests/test_isolated_run.py).
 COLUMN_PX = 727
 SMALLEST_TEXT_PX = 11
+# The same on a phone: the column of a 390 x 844 screen in Chromium's mobile emulation
+# (tests/test_site.py measures it), and the smallest a figure's text may be shown there.
+PHONE_COLUMN_PX = 338
+PHONE_SMALLEST_TEXT_PX = 9

@@ -8,8 +8,9 @@ which is inside the repository, off ``sys.path``.
 Before the notebook's first cell, a prelude cell (which defines no names in the notebook's
 namespace) installs recorders; after its last cell, a probe cell reports facts the tests
 check: where Python and ``selfattn_lib`` come from, ``sys.path``, the versions in use, the
-colour maps and colours of every figure the notebook showed, the width of each image and the
-size of the smallest text drawn on it, and every widget it made.
+colour maps and colours of every figure the notebook showed, the width of each image, the
+size of the smallest text drawn on it, the layout it was drawn for (a laptop's or a phone's)
+and the words it shows, and every widget it made.
 With ``--block-torch`` the prelude makes torch unimportable, as if it were not installed.
 """
 
@@ -112,8 +113,21 @@ def _course_prelude(block_torch):
             title = self.figure.get_suptitle() or next(
                 (ax.get_title() for ax in self.figure.axes if ax.get_title()), ""
             )
+            # The words of its labels, titles and legends (not its numbers): a figure's phone
+            # rendering (selfattn_lib.plotting.for_the_page) must keep every one of them.
+            words = {word for _, line in drawn for word in line.split() if word[0].isalpha()}
             record.figures.append(
-                {"width": width, "smallest_text": size, "text": text, "title": title}
+                {
+                    "width": width,
+                    "smallest_text": size,
+                    "text": text,
+                    "title": title,
+                    "id": id(self.figure),
+                    "layout": getattr(self.figure, "course_layout", "laptop"),
+                    "phone_of": getattr(self.figure, "course_phone_of", None),
+                    "has_phone": hasattr(self.figure, "course_phone"),
+                    "words": sorted(words),
+                }
             )
         return result
 

@@ -18,7 +18,7 @@ import re
 
 import numpy as np
 import pytest
-from course import COLUMN_PX, SMALLEST_TEXT_PX
+from course import COLUMN_PX, PHONE_COLUMN_PX, PHONE_SMALLEST_TEXT_PX, SMALLEST_TEXT_PX
 from matplotlib import colormaps
 from matplotlib.colors import to_rgb
 from notebook_envs import (
@@ -145,6 +145,17 @@ def test_widgets_are_labelled_keyboard_operable_controls(outcomes, notebook):
         assert not control["disabled"], control
 
 
+def too_small(figures: list[dict], column: int, smallest: float) -> list[str]:
+    """The figures whose smallest text, at the size a column of ``column`` px shows them
+    (shrunk to it when wider), is below ``smallest`` px."""
+    return [
+        f"{figure['title'] or figure['text']!r}: {figure['width']} px wide, text "
+        f"{figure['text']!r} shown {shown:.1f} px tall"
+        for figure in figures
+        if (shown := figure["smallest_text"] * min(1.0, column / figure["width"])) < smallest
+    ]
+
+
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda path: path.stem)
 def test_figure_text_stays_legible_in_the_column(outcomes, notebook):
     """Every image the notebook shows, at the size the page shows it (shrunk to the column
@@ -153,11 +164,31 @@ def test_figure_text_stays_legible_in_the_column(outcomes, notebook):
     pixels as much as the image's.)"""
     probe = outcomes(notebook)["probe"]
     assert probe is not None and probe["figures"], "the notebook shows figures"
-    too_small = [
-        f"{figure['title'] or figure['text']!r}: {figure['width']} px wide, text "
-        f"{figure['text']!r} shown {shown:.1f} px tall"
-        for figure in probe["figures"]
-        if (shown := figure["smallest_text"] * min(1.0, COLUMN_PX / figure["width"]))
-        < SMALLEST_TEXT_PX
-    ]
-    assert too_small == [], "figures to redraw for the column:\n" + "\n".join(too_small)
+    laptop = [figure for figure in probe["figures"] if figure["layout"] == "laptop"]
+    failing = too_small(laptop, COLUMN_PX, SMALLEST_TEXT_PX)
+    assert failing == [], "figures to redraw for the column:\n" + "\n".join(failing)
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda path: path.stem)
+def test_figure_text_stays_legible_on_a_phone(outcomes, notebook):
+    """On a phone the site shows a figure's phone rendering where it has one
+    (selfattn_lib.plotting.for_the_page), else the figure itself, shrunk to the phone's
+    column: either way its text is at least 9 px tall there."""
+    figures = outcomes(notebook)["probe"]["figures"]
+    shown = [f for f in figures if f["layout"] == "phone" or not f["has_phone"]]
+    failing = too_small(shown, PHONE_COLUMN_PX, PHONE_SMALLEST_TEXT_PX)
+    assert failing == [], "figures to draw for a phone (for_the_page):\n" + "\n".join(failing)
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda path: path.stem)
+def test_a_phone_rendering_keeps_every_word_of_its_figure(outcomes, notebook):
+    """A phone rendering is the same figure laid out for a narrow column: it may stack its
+    panels or leave out numbers written in cells, but it keeps every word (titles, axis
+    labels, legends, token labels). A change made to the figure after the figure function
+    returned, which the phone rendering would miss, fails here."""
+    figures = outcomes(notebook)["probe"]["figures"]
+    laptop = {figure["id"]: figure for figure in figures if figure["layout"] == "laptop"}
+    for phone in (figure for figure in figures if figure["layout"] == "phone"):
+        assert phone["phone_of"] in laptop, f"{phone['title']!r}: its laptop figure was shown"
+        missing = set(laptop[phone["phone_of"]]["words"]) - set(phone["words"])
+        assert not missing, f"{phone['title']!r}: the phone rendering lacks {sorted(missing)}"

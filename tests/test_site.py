@@ -24,7 +24,7 @@ from urllib.parse import urlparse
 import pytest
 from bs4 import BeautifulSoup
 from conftest import BROWSER_SKIP_REASON
-from course import COLUMN_PX, ROOT, toc_files
+from course import COLUMN_PX, PHONE_COLUMN_PX, ROOT, toc_files
 
 from tools.plain_edition import glossary
 from tools.stats import SCREENS, screens
@@ -235,6 +235,19 @@ return {
 };
 """
 
+# Each figure of a chapter: the image the browser chose (a <picture>'s phone rendering on a
+# narrow screen) and whether the figure has a phone rendering at all.
+SHOWN_FIGURES = """
+return [...document.querySelectorAll("article figure img")].map(image => ({
+  alt: image.alt.slice(0, 60),
+  shown: image.currentSrc.split("/").pop(),
+  laptop: image.getAttribute("src").split("/").pop(),
+  phone: image.closest("picture")?.querySelector("source")?.getAttribute("srcset")
+           .split("/").pop() ?? null,
+  width: image.getBoundingClientRect().width,
+}));
+"""
+
 # A laptop and a phone (CSS pixels): every page is checked at both. The phone is Chromium's
 # mobile emulation of a 390 x 844 screen (device pixel ratio 3, touch), as a phone shows the
 # page: at its device width (the theme's viewport meta tag), with no scroll bar.
@@ -287,6 +300,10 @@ def test_page_renders_in_chromium_with_the_network_off(browser, server, page, vi
     assert unfolded["overflowing_outputs"] == [], "printed text runs past its box"
     assert unfolded["kept_without_cue"] == [], "a keep-columns output scrolls without a cue"
     assert unfolded["overflowing_tables"] == [], "a table is wider than its column"
+    # book/_ext/course_html.py makes a <picture> of a figure and its phone rendering.
+    for figure in browser.execute_script(SHOWN_FIGURES):
+        wanted = figure["phone"] if viewport == "phone" and figure["phone"] else figure["laptop"]
+        assert figure["shown"] == wanted, figure
 
 
 # --- Menus: the site's navigation (☰) and the page's contents, on every screen width -------
@@ -399,11 +416,17 @@ shown.after(probe);
 """
 
 
-def test_figures_are_shown_at_least_as_wide_as_their_text_rule_assumes(browser, server):
+@pytest.mark.parametrize(
+    ("viewport", "column"), [("laptop", COLUMN_PX), ("phone", PHONE_COLUMN_PX)]
+)
+def test_figures_are_shown_at_least_as_wide_as_their_text_rule_assumes(
+    browser, server, viewport, column
+):
     """tests/test_isolated_run.py checks each figure's text at the size the column shows it,
-    for a column of COLUMN_PX: an image 3,000 px wide, put where a figure is, shows there."""
-    open_page(browser, server, CHAPTERS[0], "laptop")
-    assert browser.execute_async_script(WIDEST_FIGURE) >= COLUMN_PX
+    for a column of COLUMN_PX (PHONE_COLUMN_PX on a phone): an image 3,000 px wide, put where
+    a figure is, shows there."""
+    open_page(browser, server, CHAPTERS[0], viewport)
+    assert browser.execute_async_script(WIDEST_FIGURE) >= column
 
 
 SEARCH_RESULTS = """

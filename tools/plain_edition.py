@@ -20,7 +20,9 @@ difficulty, and its maths shows raw. The plain edition
   collapses it (``jp-MarkdownHeadingCollapsed``), as the site folds it;
 - marks a solution with a heading, ``#### Solution to Exercise 2.1``, and folds its code cells
   where the app can (``jupyter.source_hidden`` in JupyterLab and Jupyter Notebook 7); a
-  ``{solution}`` block inside a markdown cell becomes a ``<details>`` element.
+  ``{solution}`` block inside a markdown cell becomes a ``<details>`` element;
+- drops the figures' phone renderings (``PHONE_MIME``, which only the site shows): the
+  notebook is smaller, and no app can show a figure twice.
 
 ``python -m tools.plain_edition --output DIR`` writes the plain edition of every published
 notebook into ``DIR/notebooks/`` (student copies are made from it: tools/student_copies.py).
@@ -38,6 +40,7 @@ from pathlib import Path
 
 import nbformat
 
+from selfattn_lib.plotting.base import PHONE_MIME
 from tools.repository import (
     ROOT,
     exercise_tag,
@@ -358,7 +361,10 @@ def plain_edition(
             in_solution = (in_solution or "solution-start" in names) and (
                 "solution-end" not in names
             )
-        elif in_solution or "solution" in cell.metadata.get("tags", []):
+            continue
+        for output in cell.get("outputs", []):
+            output.get("data", {}).pop(PHONE_MIME, None)
+        if in_solution or "solution" in cell.metadata.get("tags", []):
             cell.metadata.setdefault("jupyter", {})["source_hidden"] = True
     return plain
 

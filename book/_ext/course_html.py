@@ -7,7 +7,10 @@ on every notebook page and the second ``const`` declaration throws a SyntaxError
 browser. Dropping exact duplicates from the page's script list removes the error and changes
 nothing else.
 
-A figure opens at full size when clicked (its image is wrapped in a link to itself). A
+A figure opens at full size when clicked (its image is wrapped in a link to itself). A figure
+with a phone rendering (``selfattn_lib.plotting.for_the_page``: the notebook's output holds
+it beside the ``image/png``, under ``PHONE_MIME``) is shown as a ``<picture>``: the phone
+rendering on a narrow screen, the laptop's elsewhere. A
 solution's title opens the solution when clicked: its link back to the exercise becomes
 plain text (see ``SOLUTION_TITLE_LINK``).
 
@@ -42,12 +45,18 @@ theme update changes the text they expect, rather than silently doing nothing.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
 import re
+from pathlib import Path
 from typing import Any
 
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
+
+from selfattn_lib.plotting.base import PHONE_MIME
 
 
 def drop_duplicate_scripts(
@@ -95,6 +104,65 @@ def figures_open_at_full_size(
             r"\2</a>",
             context["body"],
         )
+
+
+# Below this window width a phone rendering is shown. A laptop's figure (at most 727 px wide,
+# its text 11 px tall) keeps its text at 9 px or more in a column of 595 px or more, which a
+# window of about 650 px has (the column is the window less about 52 px of margins).
+PHONE_MEDIA = "(max-width: 650px)"
+
+
+def phone_renderings(notebook: Path, images: Path) -> dict[str, str]:
+    """Write each phone rendering of ``notebook``'s figures into ``images`` (the site's
+    ``_images``) and return, for the file name of each laptop image (myst-nb names an image
+    by the SHA-256 of its bytes), the file name of its phone rendering."""
+    found = {}
+    for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if "image/png" in data and PHONE_MIME in data:
+                laptop = base64.b64decode("".join(data["image/png"]))
+                phone = base64.b64decode("".join(data[PHONE_MIME]))
+                name = f"{hashlib.sha256(phone).hexdigest()}.png"
+                images.mkdir(parents=True, exist_ok=True)
+                (images / name).write_bytes(phone)
+                found[f"{hashlib.sha256(laptop).hexdigest()}.png"] = name
+    return found
+
+
+def without_phone_renderings(app: Sphinx, docname: str, source: list[str]) -> None:
+    """Hide a notebook's phone renderings from myst-nb, which would warn that it knows no such
+    MIME type: :func:`figures_with_phone_renderings` reads them from the notebook itself."""
+    if PHONE_MIME not in source[0] or not str(app.env.doc2path(docname)).endswith(".ipynb"):
+        return
+    notebook = json.loads(source[0])
+    for cell in notebook["cells"]:
+        for output in cell.get("outputs", []):
+            output.get("data", {}).pop(PHONE_MIME, None)
+    source[0] = json.dumps(notebook)
+
+
+IMAGE = re.compile(r'<img [^>]*\bsrc="(?P<folder>[^"]*?)(?P<name>[0-9a-f]{64}\.png)"[^>]*>')
+
+
+def figures_with_phone_renderings(
+    app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
+) -> None:
+    source = Path(app.env.doc2path(pagename))
+    if "body" not in context or source.suffix != ".ipynb":
+        return
+    phone = phone_renderings(source, Path(app.outdir) / "_images")
+
+    def picture(image: re.Match) -> str:
+        name = phone.get(image["name"])
+        if name is None:
+            return image[0]
+        return (
+            f'<picture><source media="{PHONE_MEDIA}" srcset="{image["folder"]}{name}">'
+            f"{image[0]}</picture>"
+        )
+
+    context["body"] = IMAGE.sub(picture, context["body"])
 
 
 def bibliography_entries_as_list_items(
@@ -190,6 +258,8 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("html-page-context", bibliography_entries_as_list_items, priority=900)
     app.connect("html-page-context", solution_titles_open_the_solution, priority=900)
     app.connect("html-page-context", figures_open_at_full_size, priority=900)
+    app.connect("html-page-context", figures_with_phone_renderings, priority=901)
     app.connect("builder-inited", fix_theme_templates)
+    app.connect("source-read", without_phone_renderings)
     app.connect("doctree-resolved", fold_going_deeper_parts)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -35,7 +35,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch, Rectangle
 from matplotlib.text import Text
 
-from selfattn_lib.plotting.base import COLUMN_WIDTH, OKABE_ITO
+from selfattn_lib.plotting.base import OKABE_ITO, column_width
 from selfattn_lib.plotting.diagrams import Diagram
 
 #: The fill of a block, by its role: attention sky blue, feed-forward green, the "add &
@@ -228,7 +228,7 @@ def architecture(
     *columns: Column,
     links: Sequence[tuple[str, str] | tuple[str, str, str]] = (),
     title: str = "",
-    width: float = COLUMN_WIDTH,
+    width: float | None = None,
 ) -> Diagram:
     """Draw ``columns`` side by side, each from the bottom up, with their residual paths,
     repeated layers and the ``links`` ``(a, b)`` or ``(a, b, name)`` from the output of block
@@ -261,6 +261,7 @@ def architecture(
             raise ValueError(f"link {(a, b)} must join blocks of two different columns")
 
     rows = max(len(column.blocks) for column in columns)
+    width = column_width() if width is None else width
     slot = width / len(columns)
     box_width = slot - 2 * _LANE - 0.1
     longest = max(

@@ -12,9 +12,16 @@ All three are safe for the common forms of colour blindness.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import base64
+import contextlib
+import functools
+import io
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
+from typing import Any, TypeVar
 
 import numpy as np
+import PIL.Image
 from matplotlib.axes import Axes
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
@@ -55,6 +62,8 @@ def new_axes(figsize: tuple[float, float] = (5.0, 4.0), ax: Axes | None = None) 
     """Return ``ax`` if given, else the axes of a new, pyplot-free figure of ``figsize``."""
     if ax is not None:
         return ax
+    if current_layout() == "phone":  # as wide as a phone's column at most, as tall
+        figsize = (min(figsize[0], PHONE_COLUMN_WIDTH), figsize[1])
     fig = Figure(figsize=figsize, layout="constrained")
     return fig.add_subplot()
 
@@ -63,6 +72,129 @@ def new_axes(figsize: tuple[float, float] = (5.0, 4.0), ax: Axes | None = None) 
 #: (images are shown at most 727 px wide: tests/test_site.py measures it). A figure no wider
 #: than this is shown at its natural size, so its 8-point text stays 11 px tall on the page.
 COLUMN_WIDTH = 7.2
+#: The width of a figure drawn for a phone, in inches at 100 dpi. A phone's column is 338 px
+#: (390 px screen, measured in tests/test_site.py): a 380-px image is shrunk to it, and its
+#: 8-point text (11.1 px as drawn) shows 9.9 px tall, above the phone's small print of 9 px.
+PHONE_COLUMN_WIDTH = 3.8
+#: The page layouts a figure is drawn for: a laptop's column, and a phone's.
+LAYOUTS = ("laptop", "phone")
+#: The MIME type of a figure's phone rendering, beside its ``image/png`` in a notebook's
+#: output. Only the book's build reads it (book/_ext/course_html.py makes a ``<picture>`` of
+#: the two); Jupyter, Colab and GitHub show the ``image/png`` and ignore it.
+PHONE_MIME = "application/vnd.self-attention-course.phone+png"
+
+_LAYOUT: ContextVar[str] = ContextVar("selfattn_lib_layout", default="laptop")
+
+
+def current_layout() -> str:
+    """The layout figures are being drawn for: ``"laptop"`` (the default) or ``"phone"``."""
+    return _LAYOUT.get()
+
+
+def column_width() -> float:
+    """The width, in inches, of the column the current layout draws for."""
+    return COLUMN_WIDTH if current_layout() == "laptop" else PHONE_COLUMN_WIDTH
+
+
+@contextlib.contextmanager
+def drawn_for(layout: str) -> Iterator[None]:
+    """Draw the figures made inside the ``with`` block for ``layout`` (one of :data:`LAYOUTS`).
+
+    Examples
+    --------
+    >>> with drawn_for("phone"):
+    ...     column_width()
+    3.8
+    >>> column_width()
+    7.2
+    """
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    token = _LAYOUT.set(layout)
+    try:
+        yield
+    finally:
+        _LAYOUT.reset(token)
+
+
+def png_base64(figure: Figure) -> str:
+    """The figure as a PNG, base64-encoded, drawn as a notebook shows figures (at the
+    figure's dpi, cropped to what is drawn), in 256 colours: a third of the bytes of the
+    full-colour image, which matters in a notebook that carries two renderings of every
+    figure, with no difference a reader sees."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", bbox_inches="tight", dpi="figure")
+    image = PIL.Image.open(buffer).convert("RGB")
+    palette = image.quantize(256, method=PIL.Image.Quantize.MEDIANCUT, dither=PIL.Image.Dither.NONE)
+    small = io.BytesIO()
+    palette.save(small, format="png", optimize=True)
+    return base64.b64encode(small.getvalue()).decode("ascii")
+
+
+FigureFunction = TypeVar("FigureFunction", bound=Callable[..., Any])
+
+
+def for_the_page(draw: FigureFunction) -> FigureFunction:
+    """Make a figure function draw for a laptop's column and for a phone's.
+
+    Called as usual, the function draws for the current layout (a laptop's, unless inside
+    :func:`drawn_for`). The figure it returns also knows how to draw itself for a phone: the
+    same function with the same arguments, ``layout="phone"``. A notebook that shows it puts
+    that rendering beside its ``image/png``, under :data:`PHONE_MIME`. Panels drawn into a
+    given ``ax`` or ``axes`` belong to the caller's figure and get no rendering of their own.
+
+    Examples
+    --------
+    >>> @for_the_page
+    ... def panel(*, title=""):
+    ...     figure, _ = small_multiples(3)
+    ...     return figure
+    >>> laptop, phone = panel(), panel(layout="phone")
+    >>> laptop.get_size_inches().tolist(), phone.get_size_inches().tolist()
+    ([7.2, 2.4], [3.8, 7.199999999999999])
+    >>> sorted(laptop._repr_mimebundle_()) == [PHONE_MIME]
+    True
+    """
+
+    @functools.wraps(draw)
+    def figure_function(*args: Any, layout: str | None = None, **kwargs: Any) -> Any:
+        if layout is not None:
+            with drawn_for(layout):
+                drawn = draw(*args, **kwargs)
+            _figure_of(drawn).course_layout = layout
+            return drawn
+        drawn = draw(*args, **kwargs)
+        if current_layout() == "laptop" and kwargs.get("ax") is None and not kwargs.get("axes"):
+            phone = functools.partial(figure_function, *args, layout="phone", **kwargs)
+            _attach_phone(drawn, phone)
+        return drawn
+
+    return figure_function  # type: ignore[return-value]
+
+
+def _figure_of(drawn: Any) -> Figure:
+    return drawn if isinstance(drawn, Figure) else drawn.figure
+
+
+def _attach_phone(drawn: Any, phone: Callable[[], Any]) -> None:
+    """Give a figure (or a diagram) its phone rendering, drawn when a notebook shows it."""
+    figure = _figure_of(drawn)
+
+    def rendering() -> Any:
+        drawn_for_phone = phone()
+        # Which figure it renders: tests/notebook_runner.py pairs the two.
+        _figure_of(drawn_for_phone).course_phone_of = id(figure)
+        return drawn_for_phone
+
+    figure.course_phone = rendering
+    if isinstance(drawn, Figure):
+        # IPython asks an object for extra MIME types through _repr_mimebundle_; a Figure has
+        # none, so its image/png still comes from matplotlib's own formatter.
+        drawn._repr_mimebundle_ = functools.partial(_phone_bundle, rendering)
+
+
+def _phone_bundle(phone: Callable[[], Any], include: object = None, exclude: object = None) -> dict:
+    return {PHONE_MIME: png_base64(_figure_of(phone()))}
 
 
 def small_multiples(
@@ -70,11 +202,14 @@ def small_multiples(
     *,
     columns: int = 3,
     panel_height: float = 2.4,
-    width: float = COLUMN_WIDTH,
+    width: float | None = None,
+    phone_columns: int = 1,
     **subplot_kw: object,
 ) -> tuple[Figure, list[Axes]]:
     """A figure as wide as the column with ``n_panels`` axes in rows of at most ``columns``
     (a panel per slider value, head, layer, …); axes left over in the last row are hidden.
+    Drawn for a phone, the figure is as wide as a phone's column and holds at most
+    ``phone_columns`` panels a row: the panels are stacked.
 
     Shapes
     ------
@@ -86,12 +221,19 @@ def small_multiples(
     >>> len(axes), fig.get_size_inches().tolist()
     (5, [7.2, 4.8])
     """
-    if not isinstance(n_panels, int) or not isinstance(columns, int):
-        raise TypeError("n_panels and columns must be whole numbers")
-    if n_panels < 1 or columns < 1:
-        raise ValueError(f"n_panels and columns must be >= 1, got {n_panels} and {columns}")
+    if not all(isinstance(number, int) for number in (n_panels, columns, phone_columns)):
+        raise TypeError("n_panels, columns and phone_columns must be whole numbers")
+    if min(n_panels, columns, phone_columns) < 1:
+        raise ValueError(
+            f"n_panels, columns and phone_columns must be >= 1, got {n_panels}, {columns} "
+            f"and {phone_columns}"
+        )
+    if current_layout() == "phone":
+        columns = min(columns, phone_columns)
+        width = PHONE_COLUMN_WIDTH if width is None else min(width, PHONE_COLUMN_WIDTH)
     n_columns = min(columns, n_panels)
     n_rows = -(-n_panels // n_columns)
+    width = column_width() if width is None else width
     fig = Figure(figsize=(width, panel_height * n_rows), layout="constrained")
     grid = fig.subplots(n_rows, n_columns, squeeze=False, **subplot_kw)
     axes = list(grid.flat)

@@ -14,12 +14,11 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from selfattn_lib.attention import scaled_dot_product_attention
-from selfattn_lib.plotting.base import (
-    heatmap,
-)
+from selfattn_lib.plotting.base import for_the_page, heatmap
 from selfattn_lib.plotting.diagrams import Diagram, Grid, flow, grid_array
 
 
+@for_the_page
 def projected_attention_weights(
     x: Sequence[Sequence[float]],
     w_q: Sequence[Sequence[float]],
@@ -81,6 +80,7 @@ def _labels(name: str, labels: Sequence[str], count: int) -> list[str]:
     return list(labels)
 
 
+@for_the_page
 def attention_flow(
     tokens: Sequence[str],
     x: np.ndarray,
@@ -189,6 +189,7 @@ def attention_flow(
     )
 
 
+@for_the_page
 def one_query_steps(
     tokens: Sequence[str],
     query_token: str,

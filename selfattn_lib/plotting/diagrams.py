@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import io
 import re
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -40,7 +41,15 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.text import Text
 
-from selfattn_lib.plotting.base import COLUMN_WIDTH, OKABE_ITO, SEQUENTIAL_CMAP, text_colour
+from selfattn_lib.plotting.base import (
+    OKABE_ITO,
+    PHONE_MIME,
+    SEQUENTIAL_CMAP,
+    column_width,
+    current_layout,
+    png_base64,
+    text_colour,
+)
 
 #: One colour per role, used for a grid's frame, title and cell tint.
 ROLE_COLOURS: dict[str, str] = {
@@ -204,7 +213,11 @@ class Diagram:
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict:
         buffer = io.BytesIO()
         self.figure.savefig(buffer, format="png", bbox_inches="tight", dpi=100)
-        return {"image/png": buffer.getvalue(), "text/plain": self.alt}
+        bundle = {"image/png": buffer.getvalue(), "text/plain": self.alt}
+        phone = getattr(self.figure, "course_phone", None)  # plotting.for_the_page
+        if phone is not None:
+            bundle[PHONE_MIME] = png_base64(phone().figure)
+        return bundle
 
 
 def _label_width(labels: Sequence[str]) -> float:
@@ -339,6 +352,26 @@ def _draw_grid(figure: Figure, box: _Box, x: float, y: float, size: tuple[float,
         )
 
 
+def _largest_weights(grid: Grid, row: str, weights: np.ndarray, cols: Sequence[str]) -> str:
+    """Where a row of weights puts the most, as drawn: weights that print the same are tied,
+    and a tie is named in full, never won by the first of them.
+
+    >>> g = Grid("A", [[0.5, 0.25, 0.25], [1 / 3, 1 / 3, 1 / 3], [0.4, 0.4, 0.2]], role="weights")
+    >>> [_largest_weights(g, r, line, ["a", "b", "c"]) for r, line in zip("xyz", g.array)]
+    ['x → a 0.50', 'y spread evenly over a, b, c (0.33 each)', 'z → a, b 0.40 each']
+    """
+    texts = [grid.cell_text(weight) for weight in weights]
+    top = grid.cell_text(weights.max())
+    if float(top.replace("−", "-")) == 0:
+        return f"{row} attends to nothing"
+    tied = [col for col, text in zip(cols, texts, strict=True) if text == top]
+    if len(tied) == 1:
+        return f"{row} → {tied[0]} {top}"
+    if all(text == top or float(text.replace("−", "-")) == 0 for text in texts):
+        return f"{row} spread evenly over {', '.join(tied)} ({top} each)"
+    return f"{row} → {', '.join(tied)} {top} each"
+
+
 def _alt_of(grid: Grid) -> str:
     array = grid.array
     rows = list(grid.rows) or [f"row {i + 1}" for i in range(array.shape[0])]
@@ -354,8 +387,7 @@ def _alt_of(grid: Grid) -> str:
         return f"{grid.name}: {' | '.join(lines)}."
     if grid.role == "weights" and array.shape[1] > 1:
         best = [
-            f"{row} → {cols[int(np.argmax(line))]} {grid.cell_text(line.max())}"
-            for row, line in zip(rows, array, strict=True)
+            _largest_weights(grid, row, line, cols) for row, line in zip(rows, array, strict=True)
         ]
         return f"{grid.name}, largest weight in each row: {'; '.join(best)}."
     if array.size <= 24:
@@ -383,9 +415,10 @@ def alt_text(items: Sequence[Grid | str], title: str = "") -> str:
     return " ".join([heading, *details])
 
 
-def flow(*items: Grid | str, title: str = "", width: float = COLUMN_WIDTH) -> Diagram:
+def flow(*items: Grid | str, title: str = "", width: float | None = None) -> Diagram:
     """Draw a flow of grids and operators (strings such as ``"×"``, ``"="``, ``"softmax →"``)
-    left to right, wrapping onto a new line when the column is full.
+    left to right, wrapping onto a new line when the column is full (``width``, in inches:
+    by default the column of the layout drawn for, :func:`~selfattn_lib.plotting.drawn_for`).
 
     Shapes
     ------
@@ -410,6 +443,7 @@ def flow(*items: Grid | str, title: str = "", width: float = COLUMN_WIDTH) -> Di
         raise ValueError("flow needs at least one Grid")
     if len(set(names)) != len(names):
         raise ValueError(f"grid names must be unique within a diagram, got {names}")
+    width = column_width() if width is None else width
     boxes = [_measure(item) for item in items]
     too_wide = [box.item.name for box in boxes if isinstance(box.item, Grid) and box.width > width]
     if too_wide:
@@ -422,10 +456,12 @@ def flow(*items: Grid | str, title: str = "", width: float = COLUMN_WIDTH) -> Di
             # An operator starts the next line with the grid it applies to.
             carried = [lines[-1].pop()] if isinstance(lines[-1][-1].item, str) else []
             if not lines[-1]:  # the operator was alone on its line: it and its grid are too wide
-                raise ValueError(
-                    f"{carried[0].item!r} and grid {box.item.name!r} are wider than the figure "
-                    f"({width} in) together: widen the figure or shorten the operator"
-                )
+                if current_layout() != "phone":
+                    raise ValueError(
+                        f"{carried[0].item!r} and grid {box.item.name!r} are wider than the "
+                        f"figure ({width} in) together: widen the figure or shorten the operator"
+                    )
+                lines[-1], carried = carried, []  # on a phone it gets a line of its own
             lines.append(carried)
         lines[-1].append(box)
     # Each line is as tall as its tallest part above and below the cells' centre line.
@@ -433,11 +469,13 @@ def flow(*items: Grid | str, title: str = "", width: float = COLUMN_WIDTH) -> Di
         (max(_above(box) for box in line), max(box.height - _above(box) for box in line))
         for line in lines
     ]
-    title_height = 0.35 if title else 0.05
+    # The title wraps to the figure's width (10.5-point characters are about 0.085 in wide).
+    shown_title = "\n".join(textwrap.fill(line, int(width / 0.085)) for line in title.split("\n"))
+    title_height = 0.35 + 0.18 * shown_title.count("\n") if title else 0.05
     height = title_height + sum(a + b for a, b in spans) + _ROW_GAP * (len(lines) - 1) + 0.05
     figure = Figure(figsize=(width, height))
     if title:
-        figure.text(0.5, 1 - 0.06 / height, title, ha="center", va="top", fontsize=10.5)
+        figure.text(0.5, 1 - 0.06 / height, shown_title, ha="center", va="top", fontsize=10.5)
     y = height - title_height
     for line, (above, below) in zip(lines, spans, strict=True):
         centre = y - above

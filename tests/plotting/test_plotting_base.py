@@ -1,6 +1,8 @@
 """Tests of selfattn_lib.plotting.base: labelled, colour-blind-safe primitives that refuse bad
 input."""
 
+import base64
+
 import numpy as np
 import pytest
 from matplotlib.figure import Figure
@@ -127,3 +129,51 @@ def test_shared_colorbar_is_one_bar_for_panels_of_one_scale():
         plotting.shared_colorbar(other)
     with pytest.raises(ValueError, match="show an image"):
         plotting.shared_colorbar(plotting.small_multiples(1)[1])
+
+
+# --- Drawn for a laptop's column and for a phone's -----------------------------------------
+
+
+def test_small_multiples_stack_their_panels_for_a_phone():
+    with plotting.drawn_for("phone"):
+        fig, axes = plotting.small_multiples(4, columns=2, panel_height=2.0)
+        two, _ = plotting.small_multiples(4, columns=3, phone_columns=2)
+        narrow, _ = plotting.small_multiples(1, width=3.0)
+    assert fig.get_size_inches().tolist() == [plotting.PHONE_COLUMN_WIDTH, 8.0]
+    assert len({ax.get_subplotspec().colspan.start for ax in axes}) == 1, "one column"
+    assert two.get_size_inches().tolist() == [plotting.PHONE_COLUMN_WIDTH, 4.8]
+    assert narrow.get_size_inches()[0] == 3.0
+    assert plotting.current_layout() == "laptop", "the layout ends with the block"
+    with pytest.raises(ValueError, match="phone_columns must be >= 1"):
+        plotting.small_multiples(2, phone_columns=0)
+
+
+def test_a_single_axes_is_at_most_as_wide_as_a_phone_s_column():
+    with plotting.drawn_for("phone"):
+        fig = plotting.heatmap(np.eye(7), list("abcdefg"), list("abcdefg"))
+    assert fig.get_size_inches()[0] == plotting.PHONE_COLUMN_WIDTH
+    with pytest.raises(ValueError, match="layout must be one of"):
+        with plotting.drawn_for("tablet"):
+            pass
+
+
+def test_a_figure_function_for_the_page_carries_its_phone_rendering():
+    calls = []
+
+    @plotting.for_the_page
+    def weights_figure(matrix, *, title="", ax=None):
+        calls.append(plotting.current_layout())
+        return plotting.heatmap(matrix, ["a", "b"], ["a", "b"], title=title, ax=ax)
+
+    matrix = np.array([[0.2, 0.8], [0.5, 0.5]])
+    laptop = weights_figure(matrix, title="w")
+    assert calls == ["laptop"] and not hasattr(laptop, "course_layout")
+    bundle = laptop._repr_mimebundle_()
+    assert calls == ["laptop", "phone"], "drawn again, for a phone, when it is shown"
+    png = base64.b64decode(bundle[plotting.PHONE_MIME])
+    assert png.startswith(b"\x89PNG") and int.from_bytes(png[16:20], "big") <= 380
+    phone = laptop.course_phone()
+    assert phone.course_layout == "phone" and phone.axes[0].get_title() == "w"
+    # A panel of the caller's figure is not a figure of its own.
+    fig, axes = plotting.small_multiples(2)
+    assert not hasattr(weights_figure(matrix, ax=axes[0]), "course_phone")

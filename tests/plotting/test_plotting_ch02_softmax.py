@@ -75,7 +75,7 @@ def test_ch2_softmax_steps_draws_the_softmax_of_the_running_example():
         read_back(diagram.figure, "weights")[0], softmax(expected_scores), atol=0.005
     )
     assert diagram.alt.startswith("Computed diagram: z (1 × 7) exp → exp(z) (1 × 7) ÷ total")
-    assert diagram.alt.endswith("largest weight in each row: it → it 0.16.")
+    assert diagram.alt.endswith("largest weight in each row: it → because, it 0.16 each.")
     width, _ = diagram.figure.get_size_inches()
     assert width <= plotting.COLUMN_WIDTH
 

@@ -61,6 +61,31 @@ def test_the_alt_text_names_every_shape_and_the_largest_weights():
     assert diagram.alt.endswith("A, largest weight in each row: a → b 0.90; b → a 0.60.")
 
 
+def test_tied_weights_are_named_in_full_never_won_by_the_first_token():
+    """Weights that print the same are tied: chapter 4's 'cat' row (1/7 each) once read
+    'cat → the 0.14', and chapter 6's padded rows '<pad> → the 0.33'."""
+    tokens = ["the", "dog", "ran", "<pad>"]
+    weights = np.array(
+        [
+            [0.25] * 4,
+            [1 / 3, 1 / 3, 1 / 3, 0.0],
+            [0.7, 0.1, 0.1, 0.1],
+            [0.0] * 4,
+            [0.4, 0.4, 0.15, 0.05],
+        ]
+    )
+    rows = [*tokens, "x"]
+    diagram = flow(Grid("A", weights, rows=rows, cols=tokens, role="weights"))
+    assert diagram.alt.endswith(
+        "A, largest weight in each row: the spread evenly over the, dog, ran, <pad> (0.25 each); "
+        "dog spread evenly over the, dog, ran (0.33 each); ran → the 0.70; "
+        "<pad> attends to nothing; x → the, dog 0.40 each."
+    )
+    # Tied at the printed precision: 0.334 and 0.333 both print 0.33.
+    near = flow(Grid("B", [[0.334, 0.333, 0.333]], cols=["a", "b", "c"], role="weights"))
+    assert near.alt.endswith("row 1 spread evenly over a, b, c (0.33 each).")
+
+
 def test_a_notebook_shows_the_png_with_the_alt_text_as_its_text():
     diagram = flow(Grid("v", [1.0, -2.0]))
     bundle = diagram._repr_mimebundle_()
