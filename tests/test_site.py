@@ -227,6 +227,10 @@ return {
   kept_without_cue: kept
     .filter(pre => wider(pre) && !/gradient/.test(getComputedStyle(pre).backgroundImage))
     .map(pre => pre.textContent.slice(0, 60)),
+  // MathJax 3.2.2 breaks no line itself: a display formula is broken in its source
+  // (aligned, gathered) wherever it would not fit a phone's column.
+  wide_formulas: [...document.querySelectorAll("div.math mjx-container")]
+    .filter(wider).map(formula => formula.textContent.slice(0, 60)),
   overflowing_tables: [...document.querySelectorAll("main table")]
     .filter(table => !table.closest(".cell_output"))
     .filter(table => table.getBoundingClientRect().width >
@@ -300,6 +304,7 @@ def test_page_renders_in_chromium_with_the_network_off(browser, server, page, vi
     assert unfolded["overflowing_outputs"] == [], "printed text runs past its box"
     assert unfolded["kept_without_cue"] == [], "a keep-columns output scrolls without a cue"
     assert unfolded["overflowing_tables"] == [], "a table is wider than its column"
+    assert unfolded["wide_formulas"] == [], "a display formula is wider than its column"
     # book/_ext/course_html.py makes a <picture> of a figure and its phone rendering.
     for figure in browser.execute_script(SHOWN_FIGURES):
         wanted = figure["phone"] if viewport == "phone" and figure["phone"] else figure["laptop"]
