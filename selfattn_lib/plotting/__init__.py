@@ -72,9 +72,11 @@ from selfattn_lib.plotting.ch06_masks import (
 )
 from selfattn_lib.plotting.ch07_multi_head import (
     HEAD_LAYOUTS,
+    head_count_times,
     head_layout,
     head_weights,
     multi_head_flow,
+    right_and_wrong_split,
     split_steps,
 )
 from selfattn_lib.plotting.ch08_positional import (
@@ -178,6 +180,8 @@ __all__ = [
     "head_weights",
     "multi_head_flow",
     "split_steps",
+    "right_and_wrong_split",
+    "head_count_times",
     "encoding_heatmap",
     "positional_waves",
     "rope_rotation",
