@@ -81,6 +81,7 @@ from selfattn_lib.plotting.ch07_multi_head import (
 )
 from selfattn_lib.plotting.ch08_positional import (
     encoding_heatmap,
+    encoding_similarity,
     positional_waves,
     rope_rotation,
 )
@@ -185,6 +186,7 @@ __all__ = [
     "encoding_heatmap",
     "positional_waves",
     "rope_rotation",
+    "encoding_similarity",
     "depth_curves",
     "encoder_layer_diagram",
     "normalization_axes",
