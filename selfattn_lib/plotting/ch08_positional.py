@@ -427,7 +427,7 @@ def encoding_similarity(
     --------
     >>> curve = np.cos(np.arange(200) / 10)
     >>> fig = encoding_similarity(np.eye(3), {8: curve}, {8: 31}, d_model=8)
-    >>> [ax.get_title() for ax in fig.axes[::2]]
+    >>> [ax.get_title() for ax in fig.axes[:2]]
     ['PE[p] · PE[q], D = 8', 'Falls fast, then wobbles (dots: first rise)']
     """
     if set(first_rises) != set(cosines):
