@@ -88,6 +88,7 @@ from selfattn_lib.plotting.ch08_positional import (
 from selfattn_lib.plotting.ch09_encoder import (
     depth_curves,
     encoder_layer_diagram,
+    gradients_and_stream,
     normalization_axes,
 )
 from selfattn_lib.plotting.ch10_decoder import (
@@ -190,6 +191,7 @@ __all__ = [
     "depth_curves",
     "encoder_layer_diagram",
     "normalization_axes",
+    "gradients_and_stream",
     "cross_attention_maps",
     "loss_curve",
     "decoder_layer_diagram",
