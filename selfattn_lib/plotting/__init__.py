@@ -72,19 +72,23 @@ from selfattn_lib.plotting.ch06_masks import (
 )
 from selfattn_lib.plotting.ch07_multi_head import (
     HEAD_LAYOUTS,
+    head_count_times,
     head_layout,
     head_weights,
     multi_head_flow,
+    right_and_wrong_split,
     split_steps,
 )
 from selfattn_lib.plotting.ch08_positional import (
     encoding_heatmap,
+    encoding_similarity,
     positional_waves,
     rope_rotation,
 )
 from selfattn_lib.plotting.ch09_encoder import (
     depth_curves,
     encoder_layer_diagram,
+    gradients_and_stream,
     normalization_axes,
 )
 from selfattn_lib.plotting.ch10_decoder import (
@@ -178,12 +182,16 @@ __all__ = [
     "head_weights",
     "multi_head_flow",
     "split_steps",
+    "right_and_wrong_split",
+    "head_count_times",
     "encoding_heatmap",
     "positional_waves",
     "rope_rotation",
+    "encoding_similarity",
     "depth_curves",
     "encoder_layer_diagram",
     "normalization_axes",
+    "gradients_and_stream",
     "cross_attention_maps",
     "loss_curve",
     "decoder_layer_diagram",

@@ -7,15 +7,20 @@ the course's role colours (queries blue, keys vermillion, values green)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from selfattn_lib.plotting.base import (
-    COLUMN_WIDTH,
     SEQUENTIAL_CMAP,
+    bar_chart,
+    column_width,
+    current_layout,
+    for_the_page,
     new_axes,
     small_multiples,
     text_colour,
@@ -25,8 +30,22 @@ from selfattn_lib.plotting.diagrams import Diagram, Grid, flow, grid_array
 HEAD_LAYOUTS: tuple[str, ...] = ("T D", "T H D_h", "H T D_h")
 # Light tints of the Okabe–Ito colours, one per head: black text stays readable on them.
 _HEAD_TINTS: tuple[str, ...] = ("#9CC3E0", "#EFB28A", "#8FD4BF", "#E7BCD5", "#F3D08A", "#B9DFF4")
+# The narrowest cell a grid is drawn with on a phone: its 8-point label ("t1 f4") needs 0.3 in.
+_PHONE_CELL = 0.36
 
 
+def _axes_as_list(draw: Callable[..., Any]) -> Callable[..., Any]:
+    """Pass a figure function's ``axes`` on as a list: :func:`for_the_page` asks ``not axes``,
+    which a NumPy array of axes (what ``Figure.subplots`` returns) cannot answer."""
+
+    @functools.wraps(draw)
+    def figure_function(*args: Any, axes: Sequence[Axes] | None = None, **kwargs: Any) -> Any:
+        return draw(*args, axes=None if axes is None else list(axes), **kwargs)
+
+    return figure_function
+
+
+@for_the_page
 def head_layout(
     values: np.ndarray,
     layout: str,
@@ -48,7 +67,8 @@ def head_layout(
     Every cell shows its number and, below it, where it came from (``t1 f4`` is feature 4 of
     token 1). Its colour is the head that feature belongs to, ``f // D_h``, so a head's grid
     with two colours holds features of another head, and a row whose labels name two tokens
-    mixes two tokens.
+    mixes two tokens. The grids stand in one row; drawn for a phone, they wrap into as many
+    rows as keep a cell wide enough for its label.
 
     Shapes
     ------
@@ -114,20 +134,32 @@ def head_layout(
         row_labels = tokens
         col_labels = [str(i) for i in range(d_head)]
     n_blocks, n_rows, n_cols = blocks.shape
-    gap = 0.6
-    width = n_blocks * n_cols + (n_blocks - 1) * gap
+    gap, row_gap = 0.6, 1.3  # between grids side by side, and between rows of grids
+
+    def span(per_row: int) -> float:
+        return per_row * n_cols + (per_row - 1) * gap
+
+    # A laptop's column holds all grids in a row; a phone's as many as keep a cell readable.
+    per_row = n_blocks
+    if current_layout() == "phone":
+        while per_row > 1 and (column_width() - 1.2) / span(per_row) < _PHONE_CELL:
+            per_row -= 1
+    n_lines = -(-n_blocks // per_row)
+    width = span(per_row)
+    height = n_lines * n_rows + (n_lines - 1) * row_gap
 
     # A cell is 0.62 in wide, less if that would make the figure wider than the column; its
     # 8-point label ("t1 f4") needs about 0.3 in.
-    cell = min(0.62, (COLUMN_WIDTH - 1.2) / width)
-    ax = new_axes((cell * width + 1.2, cell * n_rows + 1.0), ax)
+    cell = min(0.62, (column_width() - 1.2) / width)
+    ax = new_axes((cell * width + 1.2, cell * height + 1.0), ax)
     for block, block_values in enumerate(blocks):
-        left = block * (n_cols + gap)
+        left = block % per_row * (n_cols + gap)
+        top = block // per_row * (n_rows + row_gap)
         for (row, col), number in np.ndenumerate(block_values):
             token, feature = divmod(int(number), d_model)
             ax.add_patch(
                 Rectangle(
-                    (left + col, row),
+                    (left + col, top + row),
                     1,
                     1,
                     facecolor=_HEAD_TINTS[feature // d_head],
@@ -137,7 +169,7 @@ def head_layout(
             )
             ax.text(
                 left + col + 0.5,
-                row + 0.42,
+                top + row + 0.42,
                 str(int(number)),
                 ha="center",
                 va="center",
@@ -147,7 +179,7 @@ def head_layout(
             )
             ax.text(
                 left + col + 0.5,
-                row + 0.78,
+                top + row + 0.78,
                 f"t{token} f{feature}",
                 ha="center",
                 va="center",
@@ -155,31 +187,42 @@ def head_layout(
                 in_layout=False,
             )
         ax.add_patch(
-            Rectangle((left, 0), n_cols, n_rows, fill=False, edgecolor="black", linewidth=1.2)
+            Rectangle((left, top), n_cols, n_rows, fill=False, edgecolor="black", linewidth=1.2)
         )
         if layout == "T D":
             for boundary in range(d_head, d_model, d_head):  # where one head's slice ends
                 ax.plot(
-                    [boundary, boundary], [0, n_rows], color="black", linewidth=1.2, linestyle="--"
+                    [boundary, boundary],
+                    [top, top + n_rows],
+                    color="black",
+                    linewidth=1.2,
+                    linestyle="--",
                 )
         if block_titles[block]:
             ax.text(
-                left + n_cols / 2, -0.25, block_titles[block], ha="center", va="bottom", fontsize=9
+                left + n_cols / 2,
+                top - 0.25,
+                block_titles[block],
+                ha="center",
+                va="bottom",
+                fontsize=9,
             )
         for col, label in enumerate(col_labels):
             ax.text(
                 left + col + 0.5,
-                n_rows + 0.15,
+                top + n_rows + 0.15,
                 label,
                 ha="center",
                 va="top",
                 fontsize=8,
                 color="dimgray",
             )
-    for row, label in enumerate(row_labels):
-        ax.text(-0.15, row + 0.5, label, ha="right", va="center", fontsize=8)
+    for line in range(n_lines):
+        for row, label in enumerate(row_labels):
+            top = line * (n_rows + row_gap)
+            ax.text(-0.15, top + row + 0.5, label, ha="right", va="center", fontsize=8)
     ax.set_xlim(-0.15 - 0.18 * max(len(label) for label in row_labels), width + 0.05)
-    ax.set_ylim(n_rows + 0.7, -0.9 if any(block_titles) else -0.3)
+    ax.set_ylim(height + 0.7, -0.9 if any(block_titles) else -0.3)
     ax.set_aspect("equal")
     ax.axis("off")
     axis_note = {
@@ -187,11 +230,12 @@ def head_layout(
         "T H D_h": "feature within the head",
         "H T D_h": "feature within the head",
     }[layout]
-    ax.text(width / 2, n_rows + 0.65, axis_note, ha="center", va="top", fontsize=8, color="dimgray")
+    ax.text(width / 2, height + 0.65, axis_note, ha="center", va="top", fontsize=8, color="dimgray")
     ax.set_title(title, fontsize=10)
     return ax.figure
 
 
+@for_the_page
 def split_steps(
     steps: Sequence[np.ndarray],
     n_heads: int,
@@ -200,7 +244,8 @@ def split_steps(
 ) -> Figure:
     """Draw a split into heads as three :func:`head_layout` panels, top to bottom: one
     sequence's numbers ``x``, its reshape and its transpose, titled with their shapes (batch
-    of one). The caller computes the three arrays; this only draws them.
+    of one). The caller computes the three arrays; this only draws them. Drawn for a phone,
+    the figure is as tall as its wrapped grids need (``height`` is a laptop's).
 
     Shapes
     ------
@@ -216,16 +261,76 @@ def split_steps(
     """
     if len(steps) != 3:
         raise ValueError(f"steps must hold x, its reshape and its transpose, got {len(steps)}")
-    fig = Figure(figsize=(COLUMN_WIDTH, height), layout="constrained")
+    fig = Figure(figsize=(column_width(), height), layout="constrained")
     panels = fig.subplots(3, 1, height_ratios=[5.0, 3.6, 5.6])
     names = ["1. x: (B, T, D)", "2. reshape to (B, T, H, D_h)", "3. transpose to (B, H, T, D_h)"]
     for ax, values, layout, name in zip(panels, steps, HEAD_LAYOUTS, names, strict=True):
         shape = ", ".join(str(n) for n in (1, *np.shape(values)))
         title = f"{name} = ({shape})"
         head_layout(values, layout, n_heads=n_heads, tokens=tokens, title=title, ax=ax)
+    if current_layout() == "phone":
+        _fit_heights(fig, panels)
     return fig
 
 
+def _fit_heights(fig: Figure, panels: Sequence[Axes]) -> None:
+    """Make a column of :func:`head_layout` panels (drawn with equal aspect) as tall as each
+    needs at the figure's width: its grids, its title and the labels under it."""
+    width = fig.get_figwidth() - 0.2
+    heights = []
+    for ax in panels:
+        left, right = ax.get_xlim()
+        bottom, top = ax.get_ylim()
+        heights.append(abs(bottom - top) * width / abs(right - left) + 0.3)
+    panels[0].get_gridspec().set_height_ratios(heights)
+    fig.set_figheight(sum(heights))
+
+
+@for_the_page
+def right_and_wrong_split(
+    right: np.ndarray,
+    wrong: np.ndarray,
+    n_heads: int,
+    tokens: Sequence[str] | None = None,
+    *,
+    titles: Sequence[str] = (
+        "right: reshape, then transpose",
+        "WRONG: reshape straight to (H, T, D_h)",
+    ),
+) -> Figure:
+    """Two splits into heads as :func:`head_layout` panels in the ``"H T D_h"`` layout, side
+    by side (one above the other on a phone): the right one (reshape, then transpose) and a
+    wrong one the caller made (say, a reshape straight to ``(H, T, D_h)``), whose head
+    grids mix two colours. The caller computes both arrays; this only draws them.
+
+    Shapes
+    ------
+    ``right``, ``wrong``: ``(H, T, D_h)``; ``tokens``: ``T`` labels; ``titles``: 2 strings.
+
+    Examples
+    --------
+    >>> x = np.arange(12).reshape(2, 6)
+    >>> fig = right_and_wrong_split(x.reshape(2, 2, 3).swapaxes(0, 1), x.reshape(2, 2, 3), 2)
+    >>> [ax.get_title() for ax in fig.axes]
+    ['right: reshape, then transpose', 'WRONG: reshape straight to (H, T, D_h)']
+    """
+    if len(titles) != 2:
+        raise ValueError(f"titles must name the 2 panels, got {len(titles)}")
+    if current_layout() == "phone":
+        fig = Figure(figsize=(column_width(), 6.0), layout="constrained")
+        panels = fig.subplots(2, 1)
+    else:
+        fig = Figure(figsize=(column_width(), 3.3), layout="constrained")
+        panels = fig.subplots(1, 2)
+    for ax, values, title in zip(panels, (right, wrong), titles, strict=True):
+        head_layout(values, "H T D_h", n_heads=n_heads, tokens=tokens, title=title, ax=ax)
+    if current_layout() == "phone":
+        _fit_heights(fig, panels)
+    return fig
+
+
+@_axes_as_list
+@for_the_page
 def head_weights(
     weights: np.ndarray,
     tokens: Sequence[str],
@@ -243,7 +348,8 @@ def head_weights(
     with colours fixed to ``[0, 1]``, so the same colour means the same weight in every head;
     one colour bar serves all panels. A panel just right of the previous one in the same row
     leaves the query labels to it. Without ``axes`` the figure is at most as wide as the
-    book's column, with at most three panels in a row. With ``colorbar=False`` the panels get
+    book's column, with at most three panels in a row (drawn for a phone: one panel a row, the
+    colour bar under them). With ``colorbar=False`` the panels get
     no colour bar: draw several calls' panels into one figure, then give them all one with
     :func:`~selfattn_lib.plotting.shared_colorbar`.
 
@@ -274,12 +380,17 @@ def head_weights(
         raise ValueError(f"titles must hold H = {n_heads} strings, got {len(titles)}")
     if not np.isfinite(values).all() or values.min() < 0 or values.max() > 1 + 1e-9:
         raise ValueError("weights must lie in [0, 1]")
+    # Drawn for a phone, a figure of its own stacks its panels, the colour bar under them (a
+    # caller's axes keep the caller's layout).
+    phone = current_layout() == "phone" and axes is None
     if axes is None:
-        columns = min(3, n_heads)
+        columns = 1 if phone else min(3, n_heads)
         # A cell is 0.55 in wide, less if a row of panels would be wider than the column
-        # (the query labels and the colour bar take about 1.6 in, the gaps 0.4 in a panel).
-        width = min(COLUMN_WIDTH, columns * (0.55 * t_k + 0.4) + 1.6)
-        cell = ((width - 1.6) / columns - 0.4) / t_k
+        # (the query labels and the colour bar take about 1.6 in, the gaps 0.4 in a panel;
+        # on a phone the colour bar lies under the panels, and the labels take 1.0 in).
+        margin = 1.0 if phone else 1.6
+        width = min(column_width(), columns * (0.55 * t_k + 0.4) + margin)
+        cell = ((width - margin) / columns - 0.4) / t_k
         _, axes = small_multiples(
             n_heads, columns=columns, panel_height=cell * t_q + 1.3, width=width
         )
@@ -309,7 +420,11 @@ def head_weights(
                 color=colour,
                 in_layout=False,  # inside its cell: the layout need not measure it (faster)
             )
-    if colorbar:
+    if colorbar and phone:
+        axes[0].figure.colorbar(
+            image, ax=list(axes), label="weight", location="bottom", shrink=0.9, aspect=30
+        )
+    elif colorbar:
         axes[0].figure.colorbar(image, ax=list(axes), label="weight", shrink=0.9)
     return axes[0].figure
 
@@ -329,6 +444,7 @@ def _right_of(ax: Axes, other: Axes) -> bool:
 _SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 
 
+@for_the_page
 def multi_head_flow(
     tokens: Sequence[str],
     x: np.ndarray,
@@ -436,4 +552,46 @@ def multi_head_flow(
             f"multi_head_attention: T = {n_tokens}, D = {d_model}, "
             f"H = {n_heads} heads of D_h = {d_head}"
         ),
+    )
+
+
+@for_the_page
+def head_count_times(
+    times_ms: Sequence[float],
+    head_counts: Sequence[int],
+    *,
+    title: str = "",
+    xlabel: str = "number of heads",
+    ylabel: str = "time (ms)",
+) -> Figure:
+    """A bar per number of heads ``H``: the measured time of one forward pass, written above
+    its bar (the y axis reaches 15 % above the tallest bar, room for the numbers). The
+    caller measures; this only draws. Drawn for a phone, a long title wraps at its commas.
+
+    Shapes
+    ------
+    ``times_ms``: ``(n,)``, one time per entry of ``head_counts`` ``(n,)``.
+
+    Examples
+    --------
+    >>> fig = head_count_times([0.5, 0.6], [1, 2])
+    >>> [label.get_text() for label in fig.axes[0].get_xticklabels()]
+    ['H = 1', 'H = 2']
+    """
+    times = np.asarray(times_ms, dtype=np.float64)
+    if times.ndim != 1 or len(times) != len(head_counts) or not len(times):
+        raise ValueError(
+            f"one time per head count: times_ms has shape {times.shape}, "
+            f"there are {len(head_counts)} head counts"
+        )
+    if current_layout() == "phone" and len(title) > 30:
+        first, _, rest = title.partition(", ")
+        title = f"{first},\n{rest}" if rest else title
+    return bar_chart(
+        times,
+        [f"H = {n}" for n in head_counts],
+        title=title,
+        xlabel=xlabel,
+        ylabel=ylabel,
+        ylim=(0.0, 1.15 * float(times.max())),
     )

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -11,15 +13,29 @@ from matplotlib.patches import Arc, Rectangle
 
 from selfattn_lib._validation import check_positive_int
 from selfattn_lib.plotting.base import (
-    COLUMN_WIDTH,
     DIVERGING_CMAP,
     OKABE_ITO,
     SEQUENTIAL_CMAP,
+    column_width,
+    current_layout,
+    for_the_page,
     new_axes,
 )
 from selfattn_lib.plotting.diagrams import Diagram
 
 
+def _axes_as_list(draw: Callable[..., Any]) -> Callable[..., Any]:
+    """Pass a figure function's ``axes`` on as a list: :func:`for_the_page` asks ``not axes``,
+    which a NumPy array of axes (what ``Figure.subplots`` returns) cannot answer."""
+
+    @functools.wraps(draw)
+    def figure_function(*args: Any, axes: Sequence[Axes] | None = None, **kwargs: Any) -> Any:
+        return draw(*args, axes=None if axes is None else list(axes), **kwargs)
+
+    return figure_function
+
+
+@for_the_page
 def encoding_heatmap(
     values: np.ndarray,
     *,
@@ -81,6 +97,8 @@ def _pair_wavelengths(d_model: int, base: float) -> np.ndarray:
     return 2 * np.pi * base ** (np.arange(0, d_model, 2) / d_model)
 
 
+@_axes_as_list
+@for_the_page
 def positional_waves(
     d_model: int,
     position: int,
@@ -96,7 +114,8 @@ def positional_waves(
     the only ones used), its partner of the same sin/cos pair dashed, and the value at
     ``position`` marked. Right: the whole vector ``PE[position]``, one bar per dimension, with
     ``dimension`` highlighted. Made alone, the figure is as wide as the book's column
-    (``COLUMN_WIDTH``), the wave panel wider than the vector panel.
+    (``COLUMN_WIDTH``), the wave panel wider than the vector panel; drawn for a phone, the
+    vector panel lies under the wave panel.
 
     Shapes
     ------
@@ -121,8 +140,12 @@ def positional_waves(
     encoding = sinusoidal_encoding(max_len, d_model, base=base)  # (T, D)
     pair = dimension // 2
     frequency = 2 * np.pi / wavelengths[pair]
-    if axes is None:
-        fig = Figure(figsize=(COLUMN_WIDTH, 2.8), layout="constrained")
+    phone = current_layout() == "phone" and axes is None
+    if phone:
+        fig = Figure(figsize=(column_width(), 5.8), layout="constrained")
+        axes = fig.subplots(2, 1)
+    elif axes is None:
+        fig = Figure(figsize=(column_width(), 2.8), layout="constrained")
         axes = fig.subplots(1, 2, width_ratios=(1.6, 1.0))
     if len(axes) != 2:
         raise ValueError(f"axes must hold 2 axes (wave, vector), got {len(axes)}")
@@ -154,7 +177,7 @@ def positional_waves(
         [position], [encoding[position, dimension]], "o", color=OKABE_ITO[4], markersize=9, zorder=3
     )
     wave_ax.set_xlim(0, max_len - 1)
-    wave_ax.set_ylim(-1.15, 1.6)
+    wave_ax.set_ylim(-1.15, 2.3 if phone else 1.6)  # room for the legend above the wave
     wave_ax.set_xlabel("position")
     wave_ax.set_ylabel("encoding value")
     wave_ax.set_title(
@@ -163,7 +186,7 @@ def positional_waves(
     )
     wave_ax.legend(
         loc="upper right",
-        ncols=2,
+        ncols=1 if phone else 2,
         fontsize=8,
         frameon=False,
         handlelength=1.2,
@@ -191,6 +214,7 @@ def _tint(colour: str, amount: float = 0.45) -> tuple[float, float, float]:
     return tuple(1.0 - amount * (1.0 - channel) for channel in to_rgb(colour))
 
 
+@for_the_page
 def rope_rotation(
     pair_values: np.ndarray,
     positions: Sequence[int],
@@ -247,19 +271,42 @@ def rope_rotation(
     }
     hues = [OKABE_ITO[i % 7] if i % 7 != 6 else OKABE_ITO[7] for i in range(half)]
 
-    fig = Figure(figsize=(COLUMN_WIDTH, 3.6))
-    strip = fig.add_axes((0.25, 0.74, 0.72, 0.2))
+    # A laptop's column: the two layouts' strip across the top, its names on the left, the
+    # plane below left and the explanation beside it. A phone's: one under the other, each
+    # layout's name above its strip. Places in inches from the top, as fractions of the height.
+    phone = current_layout() == "phone"
+    width = column_width()
+    if phone:
+        height = 7.9
+        fig = Figure(figsize=(width, height))
+
+        def rect(left: float, top: float, w: float, h: float) -> tuple[float, ...]:
+            return (left / width, 1 - (top + h) / height, w / width, h / height)
+
+        strip = fig.add_axes(rect(0.1, 0.55, width - 0.2, 1.45))
+        strip.set_ylim(2.3, -1.1)
+        row_step = 1.7
+    else:
+        fig = Figure(figsize=(width, 3.6))
+        strip = fig.add_axes((0.25, 0.74, 0.72, 0.2))
+        strip.set_ylim(1.6, -0.6)
+        row_step = 1.0
     strip.set_xlim(-0.5, d_model - 0.5)
-    strip.set_ylim(1.6, -0.6)
     strip.axis("off")
     for row, (name, pairs) in enumerate(layouts.items()):
         owner = {feature: i for i, members in enumerate(pairs) for feature in members}
-        fig.text(0.235, 0.94 - 0.2 * (row + 0.5) / 2.2, name, ha="right", va="center", fontsize=9)
+        row_y = row * row_step
+        if phone:
+            strip.text(-0.45, row_y - 0.55, name, ha="left", va="bottom", fontsize=9)
+        else:
+            fig.text(
+                0.235, 0.94 - 0.2 * (row + 0.5) / 2.2, name, ha="right", va="center", fontsize=9
+            )
         for feature in range(d_model):
             i = owner[feature]
             strip.add_patch(
                 Rectangle(
-                    (feature - 0.45, row - 0.4),
+                    (feature - 0.45, row_y - 0.4),
                     0.9,
                     0.8,
                     facecolor=_tint(hues[i]),
@@ -267,17 +314,20 @@ def rope_rotation(
                     linewidth=2.4 if i == pair else 0.8,
                 )
             )
-            strip.text(feature, row, f"x{feature}", ha="center", va="center", fontsize=9)
-    fig.text(
-        0.6,
-        0.955,
-        "features of one query or key; one colour per rotated pair",
-        ha="center",
-        va="bottom",
-        fontsize=9,
-    )
+            strip.text(feature, row_y, f"x{feature}", ha="center", va="center", fontsize=9)
+    heading = "features of one query or key; one colour per rotated pair"
+    if phone:
+        fig.text(
+            0.5, 1 - 0.1 / height, heading.replace("; ", ";\n"), ha="center", va="top", fontsize=9
+        )
+    else:
+        fig.text(0.6, 0.955, heading, ha="center", va="bottom", fontsize=9)
 
-    plane = fig.add_axes((0.09, 0.12, 0.42, 0.52))
+    if phone:
+        side = width - 0.9  # the plane is square, its y label on the left
+        plane = fig.add_axes(rect(0.7, 2.45, side, side))
+    else:
+        plane = fig.add_axes((0.09, 0.12, 0.42, 0.52))
     radius = float(np.abs(values).max()) * 1.9
     plane.set_xlim(-radius, radius)
     plane.set_ylim(-radius, radius)
@@ -320,8 +370,8 @@ def rope_rotation(
     )
 
     fig.text(
-        0.56,
-        0.5,
+        0.05 if phone else 0.56,
+        (1.1 / height) if phone else 0.5,
         "RoPE turns pair i of the vector at\n"
         "position pos by the angle θ = pos · ω_i,\n"
         "ω_i = 10000^(−2i/D):\n\n"
@@ -350,3 +400,67 @@ def rope_rotation(
         f"ω_{pair}: {arrows}."
     )
     return Diagram(fig, alt)
+
+
+@for_the_page
+def encoding_similarity(
+    gram: np.ndarray,
+    cosines: Mapping[int, np.ndarray],
+    first_rises: Mapping[int, int],
+    *,
+    d_model: int,
+    max_offset: int = 120,
+) -> Figure:
+    """How alike two positions' encodings are. First panel: the dot products
+    ``PE[p] · PE[q]`` of the encoding of width ``d_model`` between all positions, as
+    :func:`encoding_heatmap`. Second panel: for each width ``D`` of ``cosines``, the cosine
+    similarity of ``PE[p]`` and ``PE[p + k]`` against the offset ``k`` up to ``max_offset``,
+    its first rise marked with a dot. Side by side on a laptop, one above the other on a
+    phone. The caller computes the arrays; this only draws them.
+
+    Shapes
+    ------
+    ``gram``: ``(T, T)``; each value of ``cosines``: ``(K,)`` with ``K > max_offset``,
+    indexed by the offset ``k``; ``first_rises``: an offset per key of ``cosines``.
+
+    Examples
+    --------
+    >>> curve = np.cos(np.arange(200) / 10)
+    >>> fig = encoding_similarity(np.eye(3), {8: curve}, {8: 31}, d_model=8)
+    >>> [ax.get_title() for ax in fig.axes[:2]]
+    ['PE[p] · PE[q], D = 8', 'Falls fast, then wobbles (dots: first rise)']
+    """
+    if set(first_rises) != set(cosines):
+        raise ValueError(
+            f"one first rise per curve: curves for D = {sorted(cosines)}, "
+            f"first rises for D = {sorted(first_rises)}"
+        )
+    for width, curve in cosines.items():
+        if np.ndim(curve) != 1 or len(curve) <= max_offset:
+            raise ValueError(
+                f"cosines[{width}] must be 1-D with more than max_offset = {max_offset} values, "
+                f"got shape {np.shape(curve)}"
+            )
+    phone = current_layout() == "phone"
+    if phone:
+        fig = Figure(figsize=(column_width(), 6.8), layout="constrained")
+        left, right = fig.subplots(2, 1)
+    else:
+        fig = Figure(figsize=(column_width(), 3.3), layout="constrained")
+        left, right = fig.subplots(1, 2)
+    encoding_heatmap(gram, title=f"PE[p] · PE[q], D = {d_model}", ax=left)
+    left.set(xlabel="position q", ylabel="position p")
+    left.figure.axes[-1].set_ylabel("dot product")  # the colour bar
+    for colour, (width, curve) in zip(OKABE_ITO, cosines.items(), strict=False):
+        rise = first_rises[width]
+        right.plot(np.asarray(curve)[: max_offset + 1], color=colour, label=f"D = {width}")
+        right.plot(rise, curve[rise], "o", color=colour)
+    right.axhline(0.0, color="0.4", linewidth=0.8)
+    wrap = "\n" if phone else " "
+    right.set(
+        xlabel="offset k = q - p",
+        ylabel=f"cosine similarity of{wrap}PE[p], PE[p + k]",
+    )
+    right.set_title(f"Falls fast, then wobbles{wrap}(dots: first rise)", fontsize=10)
+    right.legend()
+    return fig

@@ -2,19 +2,45 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+import textwrap
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from selfattn_lib.plotting.architecture import INPUT, Block, Column, architecture
+from selfattn_lib.plotting.architecture import (
+    _BOX_HEIGHT,
+    _LABEL_FONT,
+    _ROW,
+    INPUT,
+    Block,
+    Column,
+    alt_text,
+    architecture,
+)
 from selfattn_lib.plotting.base import (
     COLUMN_WIDTH,
     OKABE_ITO,
+    column_width,
+    current_layout,
+    for_the_page,
     new_axes,
 )
 from selfattn_lib.plotting.diagrams import Diagram
+
+
+def _axes_as_list(draw: Callable[..., Any]) -> Callable[..., Any]:
+    """Pass a figure function's ``axes`` on as a list: :func:`for_the_page` asks ``not axes``,
+    which a NumPy array of axes (what ``Figure.subplots`` returns) cannot answer."""
+
+    @functools.wraps(draw)
+    def figure_function(*args: Any, axes: Sequence[Axes] | None = None, **kwargs: Any) -> Any:
+        return draw(*args, axes=None if axes is None else list(axes), **kwargs)
+
+    return figure_function
 
 
 def _encoder_layer_column(shapes: Mapping[str, tuple[int, ...]], norm_first: bool) -> Column:
@@ -44,6 +70,7 @@ def _encoder_layer_column(shapes: Mapping[str, tuple[int, ...]], norm_first: boo
     return Column("Post-norm (the paper): norm(x + Sublayer(x))", blocks, residuals)
 
 
+@for_the_page
 def encoder_layer_diagram(
     post_norm: Mapping[str, tuple[int, ...]],
     pre_norm: Mapping[str, tuple[int, ...]] | None = None,
@@ -57,7 +84,9 @@ def encoder_layer_diagram(
     ``norm_first=True``), the pre-norm layer is drawn beside it: the sublayer sees a
     normalised copy and its output is added to the un-normalised input,
     ``x + Sublayer(norm(x))``, and the stack then needs one final norm. The residual
-    (identity) paths are drawn in vermillion.
+    (identity) paths are drawn in vermillion. A column is half the book's column wide; drawn
+    for a phone, two columns share a phone's column, their titles and the labels above the
+    layers on two lines.
 
     Shapes
     ------
@@ -76,9 +105,65 @@ def encoder_layer_diagram(
     columns = [_encoder_layer_column(post_norm, norm_first=False)]
     if pre_norm is not None:
         columns.append(_encoder_layer_column(pre_norm, norm_first=True))
-    return architecture(*columns, title=title, width=COLUMN_WIDTH / 2 * len(columns))
+    if len(columns) == 1 or current_layout() != "phone":  # one column fits a phone as it is
+        return architecture(*columns, title=title, width=COLUMN_WIDTH / 2 * len(columns))
+    return _narrow_columns(columns, title)
 
 
+def _narrow_columns(columns: Sequence[Column], title: str) -> Diagram:
+    """Draw encoder-layer columns side by side in a phone's column: each title on two lines,
+    and the label above the layer (too long for a narrow block: ``architecture`` measures
+    every label as a box's) written on two lines in the row kept empty for it."""
+    narrow, tops = [], []
+    for column in columns:
+        *blocks, top = column.blocks
+        narrow.append(
+            Column(
+                column.title.replace(": ", ":\n"),
+                [*blocks, None],
+                column.residuals,
+                column.repeat,
+                column.side,
+            )
+        )
+        tops.append(top)
+    diagram = architecture(*narrow, title=title)
+    figure = diagram.figure
+    ax = figure.axes[0]
+    slot = figure.get_figwidth() / len(columns)
+    arrow = {"arrowstyle": "-|>", "color": "black", "linewidth": 1.1, "shrinkA": 0, "shrinkB": 0}
+    for index, (column, top) in enumerate(zip(columns, tops, strict=True)):
+        x = slot * index + slot / 2
+        row = len(column.blocks) - 1
+        y = 0.05 + _ROW * (row + 0.5)
+        words = top.label.split(" (", 1)
+        label = words[0] if len(words) == 1 else f"{words[0]}\n({words[1]}"
+        ax.text(
+            x,
+            y,
+            label,
+            ha="center",
+            va="center",
+            fontsize=_LABEL_FONT,
+            style="italic",
+            gid=f"block:{top.key}",
+            zorder=3,
+            linespacing=1.0,
+        )
+        below = y - _ROW + _BOX_HEIGHT / 2
+        top_line = 1 if "\n" in label else 0
+        ax.annotate(
+            "",
+            xy=(x, y - 0.1 - 0.08 * top_line),
+            xytext=(x, below),
+            arrowprops=arrow,
+            zorder=1,
+        )
+    return Diagram(figure, alt_text(columns, [], title))
+
+
+@_axes_as_list
+@for_the_page
 def normalization_axes(
     row_labels: Sequence[str],
     n_features: int,
@@ -97,7 +182,8 @@ def normalization_axes(
     column over every token of the batch (``feature`` highlighted), padding included. Rows
     labelled ``pad_label`` are hatched; with ``tokens_per_sequence``, a thick line separates
     the sequences. Made alone, the figure is as wide as the book's column (``COLUMN_WIDTH``);
-    each title takes two lines.
+    each title takes two lines. Drawn for a phone, the batch norm panel lies under the layer
+    norm one.
 
     Shapes
     ------
@@ -130,8 +216,13 @@ def normalization_axes(
         raise ValueError(
             f"tokens_per_sequence must divide the {n_rows} rows, got {tokens_per_sequence}"
         )
-    if axes is None:
-        fig = Figure(figsize=(COLUMN_WIDTH, 0.42 * n_rows + 1.6), layout="constrained")
+    if axes is None and current_layout() == "phone":
+        # A cell as wide as the phone's column allows beside the row labels, at most 0.42 in.
+        cell = min(0.42, (column_width() - 1.5) / n_features)
+        fig = Figure(figsize=(column_width(), 2 * (cell * n_rows + 1.3)), layout="constrained")
+        axes = fig.subplots(2, 1)
+    elif axes is None:
+        fig = Figure(figsize=(column_width(), 0.42 * n_rows + 1.6), layout="constrained")
         axes = fig.subplots(1, 2)
     if len(axes) != 2:
         raise ValueError(f"axes must hold 2 axes (layer norm, batch norm), got {len(axes)}")
@@ -176,6 +267,7 @@ def normalization_axes(
     return axes[0].figure
 
 
+@for_the_page
 def depth_curves(
     depths: Sequence[float],
     curves: dict[str, Sequence[float]],
@@ -194,7 +286,8 @@ def depth_curves(
     (Okabe–Ito palette). ``logx`` puts the depths on a base-2 logarithmic axis too.
     ``colour_groups`` gives each curve the index of its colour instead, so that the curves of
     one model share it (e.g. its first and its last layer); within a group the lines are
-    solid, dashed, dotted, … in order.
+    solid, dashed, dotted, … in order. Drawn alone for a phone, a long title wraps and the
+    legend goes under the axes.
 
     Shapes
     ------
@@ -220,7 +313,8 @@ def depth_curves(
             f"colour_groups must give one colour index (an int >= 0) per curve: got {groups} "
             f"for {len(curves)} curves"
         )
-    ax = new_axes((6.5, 4.2), ax)
+    phone = current_layout() == "phone" and ax is None
+    ax = new_axes((6.5, 5.2 if phone else 4.2), ax)
     markers = ("o", "s", "^", "D", "v", "P")
     line_styles = ("-", "--", ":", "-.")
     for index, ((name, values), group) in enumerate(zip(curves.items(), groups, strict=True)):
@@ -247,7 +341,49 @@ def depth_curves(
         ax.set_xticks(x, labels=[f"{value:g}" for value in x])
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=8)
+    if phone:
+        ax.set_title(textwrap.fill(title, 40), fontsize=10)
+        ax.figure.legend(*ax.get_legend_handles_labels(), loc="outside lower center", fontsize=8)
+    else:
+        ax.set_title(title, fontsize=10)
+        ax.legend(fontsize=8)
     return ax.figure
+
+
+@for_the_page
+def gradients_and_stream(
+    runs: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+) -> Figure:
+    """Two :func:`depth_curves` panels over the layers ``1 … N`` of a stack, a curve per
+    wiring: each layer's gradient norm, and the RMS of the residual stream after it. One
+    legend, in the first panel. Side by side on a laptop, one above the other on a phone.
+    The caller measures; this only draws.
+
+    Shapes
+    ------
+    ``runs``: per wiring (``"post-norm"``, …), the gradient norms ``(N,)`` and the stream's
+    RMS ``(N,)``.
+
+    Examples
+    --------
+    >>> fig = gradients_and_stream({"post-norm": ([0.5, 0.7], [1.0, 1.0])})
+    >>> [ax.get_ylabel() for ax in fig.axes]
+    ['gradient norm', 'RMS of the stream after it']
+    """
+    if not runs:
+        raise ValueError("runs must hold at least one wiring")
+    n_layers = len(next(iter(runs.values()))[0])
+    if current_layout() == "phone":
+        fig = Figure(figsize=(column_width(), 6.4), layout="constrained")
+        panels = fig.subplots(2, 1)
+    else:
+        fig = Figure(figsize=(column_width(), 3.6), layout="constrained")
+        panels = fig.subplots(1, 2)
+    ylabels = ("gradient norm", "RMS of the stream after it")
+    layers = np.arange(1, n_layers + 1)
+    for index, (ax, ylabel) in enumerate(zip(panels, ylabels, strict=True)):
+        curves = {wiring: run[index] for wiring, run in runs.items()}
+        depth_curves(layers, curves, xlabel="layer", ylabel=ylabel, ax=ax)
+    panels[1].get_legend().remove()  # one legend, in the first panel
+    return fig

@@ -234,3 +234,106 @@ def test_ch7_split_steps_draws_the_three_steps_of_a_split_in_the_column():
     assert fig.get_size_inches()[0] <= plotting.COLUMN_WIDTH
     with pytest.raises(ValueError, match="x, its reshape and its transpose"):
         split_steps([numbers], 2)
+
+
+# --- Drawn for a phone ----------------------------------------------------------------------
+
+
+def ch7_words(fig):
+    """The words of a figure's texts, titles and labels (not its numbers)."""
+    from matplotlib.text import Text
+
+    lines = [text.get_text() for text in fig.findobj(Text) if text.get_visible()]
+    return {word for line in lines for word in line.split() if word[0].isalpha()}
+
+
+def test_ch7_head_layout_wraps_its_grids_into_rows_on_a_phone():
+    tokens_heads = CH7_NUMBERS.reshape(4, 2, 3)  # (T, H, D_h): four grids of 2 × 3
+    laptop = plotting.head_layout(tokens_heads, "T H D_h", n_heads=2, tokens=CH7_TOKENS)
+    phone = plotting.head_layout(
+        tokens_heads, "T H D_h", n_heads=2, tokens=CH7_TOKENS, layout="phone"
+    )
+    assert phone.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
+    cells = ch7_cells(phone.axes[0])
+    # Token "sat" (numbers 12 …) starts the second row of grids, below token "the".
+    assert cells[12][1] == cells[0][1] and cells[12][2] > cells[3][2] + 1
+    # Every cell still has room for its label ("t1 f4"): about 0.3 in wide at least.
+    ax = phone.axes[0]
+    inches = phone.get_size_inches()[0] - 1.2
+    assert inches / abs(np.diff(ax.get_xlim())[0]) >= 0.3
+    assert ch7_words(laptop) <= ch7_words(phone)
+    assert [text.get_text() for text in ax.texts].count("head 1") == 2  # row labels, each row
+
+
+def test_ch7_split_steps_and_right_and_wrong_split_stack_for_a_phone():
+    split = CH7_NUMBERS.reshape(4, 2, 3)
+    steps = [CH7_NUMBERS, split, split.transpose(1, 0, 2)]
+    for draw, args in [
+        (plotting.split_steps, (steps, 2, CH7_TOKENS)),
+        (plotting.right_and_wrong_split, (steps[2], CH7_NUMBERS.reshape(2, 4, 3), 2, CH7_TOKENS)),
+    ]:
+        laptop, phone = draw(*args), draw(*args, layout="phone")
+        assert laptop.get_size_inches()[0] == plotting.COLUMN_WIDTH
+        assert phone.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
+        assert ch7_words(laptop) <= ch7_words(phone)
+        tops = [ax.get_position().y0 for ax in phone.axes]
+        assert tops == sorted(tops, reverse=True)  # one panel below the other
+
+
+def test_ch7_right_and_wrong_split_draws_both_splits_side_by_side():
+    right = CH7_NUMBERS.reshape(4, 2, 3).transpose(1, 0, 2)
+    wrong = CH7_NUMBERS.reshape(2, 4, 3)
+    fig = plotting.right_and_wrong_split(right, wrong, 2, CH7_TOKENS)
+    left_ax, right_ax = fig.axes
+    assert left_ax.get_title() == "right: reshape, then transpose"
+    assert right_ax.get_title() == "WRONG: reshape straight to (H, T, D_h)"
+    assert right_ax.get_position().x0 > left_ax.get_position().x1
+    # The right split's head 0 is one colour; the wrong one's mixes two (row "cat" holds 3 …).
+    assert len({cell[0] for n, cell in ch7_cells(left_ax).items() if n % 6 < 3}) == 1
+    wrong_cells = ch7_cells(right_ax)
+    assert wrong_cells[0][0] != wrong_cells[3][0] and wrong_cells[3][1] == wrong_cells[0][1]
+    with pytest.raises(ValueError, match="titles must name the 2 panels"):
+        plotting.right_and_wrong_split(right, wrong, 2, titles=["one"])
+
+
+def test_ch7_head_weights_stacks_its_panels_on_a_phone():
+    weights = np.full((3, 5, 5), 0.2)
+    laptop = plotting.head_weights(weights, list("abcde"), titles=["x\ny", "z", "w"])
+    phone = plotting.head_weights(weights, list("abcde"), titles=["x\ny", "z", "w"], layout="phone")
+    assert phone.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
+    panels, colour_bar = phone.axes[:3], phone.axes[3]
+    assert len({round(ax.get_position().x0, 3) for ax in panels}) == 1  # one above the other
+    assert colour_bar.get_xlabel() == "weight"  # under the panels
+    assert colour_bar.get_position().y1 < min(ax.get_position().y0 for ax in panels)
+    assert ch7_words(laptop) <= ch7_words(phone)
+    assert [ax.get_ylabel() for ax in panels] == ["query"] * 3
+
+
+def test_ch7_multi_head_flow_wraps_for_a_phone():
+    x = np.eye(4)[:3]
+    heads = x.reshape(3, 2, 2).swapaxes(0, 1)
+    a = np.full((2, 3, 3), 1 / 3)
+    args = (["a", "b", "c"], x, x, x, x, heads, heads, heads, a, a @ heads, x, x)
+    laptop, phone = plotting.multi_head_flow(*args), plotting.multi_head_flow(*args, layout="phone")
+    assert phone.figure.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
+    assert phone.figure.get_size_inches()[1] > laptop.figure.get_size_inches()[1]
+    assert ch7_words(laptop.figure) <= ch7_words(phone.figure)
+
+
+def test_ch7_head_count_times_draws_a_bar_per_head_count():
+    fig = plotting.head_count_times(
+        [0.5, 0.6, 0.9], [1, 2, 4], title="one forward pass, B = 2, T = 64", ylabel="time (ms)"
+    )
+    ax = fig.axes[0]
+    assert [label.get_text() for label in ax.get_xticklabels()] == ["H = 1", "H = 2", "H = 4"]
+    assert [round(bar.get_height(), 2) for bar in ax.patches] == [0.5, 0.6, 0.9]
+    assert ax.get_ylim() == pytest.approx((0.0, 1.15 * 0.9))  # room for the numbers
+    assert ax.get_title() == "one forward pass, B = 2, T = 64" and ax.get_ylabel() == "time (ms)"
+    assert "0.90" in [text.get_text() for text in ax.texts]
+    phone = plotting.head_count_times(
+        [0.5, 0.6, 0.9], [1, 2, 4], title="one forward pass, B = 2, T = 64", layout="phone"
+    )
+    assert phone.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
+    assert phone.axes[0].get_title() == "one forward pass,\nB = 2, T = 64"
+    with pytest.raises(ValueError, match="one time per head count"):
+        plotting.head_count_times([0.5], [1, 2])

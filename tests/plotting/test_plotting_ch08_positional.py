@@ -131,3 +131,77 @@ def test_ch8_rope_rotation_rejects_bad_input(change, message):
     arguments |= {"d_model": 8, **change}
     with pytest.raises(ValueError, match=message):
         plotting.rope_rotation(**arguments)
+
+
+# --- Drawn for a phone ----------------------------------------------------------------------
+
+
+def ch8_words(fig):
+    """The words of a figure's texts, titles, labels and legends (not its numbers)."""
+    from matplotlib.text import Text
+
+    lines = [text.get_text() for text in fig.findobj(Text) if text.get_visible()]
+    return {word for line in lines for word in line.split() if word[0].isalpha()}
+
+
+def ch8_similarity_arguments():
+    offsets = np.arange(200)
+    cosines = {
+        d: np.cos(offsets[:, None] * 10000.0 ** (-np.arange(0, d, 2) / d)).mean(axis=1)
+        for d in (8, 16)
+    }
+    rises = {d: int(np.flatnonzero(np.diff(c) > 0)[0]) for d, c in cosines.items()}
+    gram = np.cos(np.subtract.outer(np.arange(10), np.arange(10)) / 3)
+    return gram, cosines, rises
+
+
+def test_ch8_encoding_similarity_draws_the_dot_products_and_the_cosine_curves():
+    gram, cosines, rises = ch8_similarity_arguments()
+    fig = plotting.encoding_similarity(gram, cosines, rises, d_model=8, max_offset=120)
+    heat, curves, colour_bar = fig.axes
+    assert heat.get_title() == "PE[p] · PE[q], D = 8"
+    assert (heat.get_xlabel(), heat.get_ylabel()) == ("position q", "position p")
+    assert colour_bar.get_ylabel() == "dot product"
+    assert curves.get_title() == "Falls fast, then wobbles (dots: first rise)"
+    assert curves.get_xlabel() == "offset k = q - p"
+    assert curves.get_ylabel() == "cosine similarity of PE[p], PE[p + k]"
+    assert [t.get_text() for t in curves.get_legend().get_texts()] == ["D = 8", "D = 16"]
+    lines = curves.get_lines()
+    assert len(lines[0].get_xdata()) == 121  # k = 0 … 120
+    assert lines[1].get_xdata()[0] == rises[8] and lines[1].get_ydata()[0] == cosines[8][rises[8]]
+    assert curves.get_position().x0 > heat.get_position().x1  # side by side on a laptop
+    with pytest.raises(ValueError, match="one first rise per curve"):
+        plotting.encoding_similarity(gram, cosines, {8: 3}, d_model=8)
+    with pytest.raises(ValueError, match="more than max_offset"):
+        plotting.encoding_similarity(gram, cosines, rises, d_model=8, max_offset=500)
+
+
+def test_ch8_figures_stack_their_panels_for_a_phone():
+    gram, cosines, rises = ch8_similarity_arguments()
+    for draw, args, kwargs in [
+        (plotting.encoding_similarity, (gram, cosines, rises), {"d_model": 8}),
+        (plotting.positional_waves, (8, 2, 0), {}),
+        (plotting.encoding_heatmap, (gram,), {"title": "PE"}),
+    ]:
+        laptop, phone = draw(*args, **kwargs), draw(*args, **kwargs, layout="phone")
+        assert phone.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
+        assert ch8_words(laptop) <= ch8_words(phone)
+        panels = [ax for ax in phone.axes if ax.get_label() != "<colorbar>"]
+        tops = [ax.get_position().y0 for ax in panels]
+        assert tops == sorted(tops, reverse=True)  # one below the other
+    wave = plotting.positional_waves(8, 2, 0, layout="phone").axes[0]
+    assert wave.get_legend()._ncols == 1 and wave.get_ylim()[1] > 2  # room for the legend
+
+
+def test_ch8_rope_rotation_for_a_phone_keeps_every_word_in_a_phone_s_column():
+    pair_values = np.array([[1.0, 0.4], [0.2, 1.06], [-0.78, 0.74]])
+    arguments = (pair_values, [0, 1, 2], [0.0, 1.0, 2.0])
+    laptop = plotting.rope_rotation(*arguments, d_model=8)
+    phone = plotting.rope_rotation(*arguments, d_model=8, layout="phone")
+    assert phone.figure.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
+    assert phone.alt == laptop.alt
+    assert ch8_words(laptop.figure) <= ch8_words(phone.figure)
+    strip, plane = phone.figure.axes
+    assert strip.get_position().y0 > plane.get_position().y1  # the strip above the plane
+    names = [t.get_text() for t in strip.texts if "(" in t.get_text()]
+    assert names == ["interleaved (RoFormer)", "half-split (rotate_half)"]

@@ -136,3 +136,77 @@ def test_ch9_depth_curves_colour_groups_share_a_colour_and_vary_the_line_style()
 def test_ch9_depth_curves_rejects_bad_colour_groups(groups):
     with pytest.raises(ValueError, match="colour_groups"):
         plotting.depth_curves([1, 2], {"a": [1.0, 2.0], "b": [1.0, 2.0]}, colour_groups=groups)
+
+
+# --- Drawn for a phone ----------------------------------------------------------------------
+
+
+def ch9_words(fig):
+    """The words of a figure's texts, titles, labels and legends (not its numbers)."""
+    from matplotlib.text import Text
+
+    lines = [text.get_text() for text in fig.findobj(Text) if text.get_visible()]
+    return {word for line in lines for word in line.split() if word[0].isalpha()}
+
+
+def test_ch9_encoder_layer_diagram_for_a_phone_keeps_both_columns_and_every_label():
+    x = torch.zeros(2, 4, 8)
+    post, pre = (EncoderLayer(8, 2, 16, norm_first=first).eval() for first in (False, True))
+    shapes = [plotting.record_shapes(layer, x) for layer in (post, pre)]
+    laptop = plotting.encoder_layer_diagram(*shapes)
+    phone = plotting.encoder_layer_diagram(*shapes, layout="phone")
+    assert phone.figure.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
+    assert phone.alt == laptop.alt  # the same blocks, shapes and paths
+    assert ch9_words(laptop.figure) <= ch9_words(phone.figure)
+    on_phone, on_laptop = read_blocks(phone.figure), read_blocks(laptop.figure)
+    assert on_phone.keys() == on_laptop.keys()
+    assert on_phone["pre_out"] == ("next layer\n(a norm after the last)", "")
+    assert on_phone["post_norm_1"] == on_laptop["post_norm_1"] == ("add & norm_1", "2 × 4 × 8")
+    # The label above each layer stands above its last block, in its own column.
+    texts = {t.get_gid(): t.get_position() for t in phone.figure.axes[0].texts if t.get_gid()}
+    assert texts["block:pre_out"][1] > texts["block:pre_add_2"][1]
+    assert texts["block:post_out"][0] == texts["block:post_norm_2"][0]
+    # One column alone already fits a phone: it is drawn as on a laptop.
+    alone = plotting.encoder_layer_diagram(shapes[0], layout="phone")
+    assert alone.figure.get_size_inches()[0] == pytest.approx(plotting.COLUMN_WIDTH / 2)
+
+
+def test_ch9_depth_curves_and_normalization_axes_for_a_phone():
+    curves = {"attention + feed-forward, with residuals": [1.0, 0.5], "plain": [1.0, 1e-9]}
+    kwargs = {"title": "How far the tokens stay apart in a stack of random attention"}
+    laptop = plotting.depth_curves([0, 1], curves, **kwargs)
+    phone = plotting.depth_curves([0, 1], curves, **kwargs, layout="phone")
+    assert phone.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
+    assert ch9_words(laptop) <= ch9_words(phone)
+    assert "\n" in phone.axes[0].get_title()
+    assert phone.axes[0].get_legend() is None and len(phone.legends) == 1  # under the axes
+    labels = ["a", "b", "<pad>"]
+    laptop = plotting.normalization_axes(labels, 4, token=1, feature=2)
+    phone = plotting.normalization_axes(labels, 4, token=1, feature=2, layout="phone")
+    assert phone.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
+    assert ch9_words(laptop) <= ch9_words(phone)
+    top, bottom = phone.axes
+    assert top.get_position().y0 > bottom.get_position().y1  # one above the other
+
+
+def test_ch9_gradients_and_stream_draws_both_measures_with_one_legend():
+    runs = {
+        "post-norm": ([0.5, 0.7, 0.6], [1.0, 1.0, 1.0]),
+        "pre-norm": ([0.4, 0.2, 0.1], [1, 2, 3]),
+    }
+    fig = plotting.gradients_and_stream(runs)
+    gradients, stream = fig.axes
+    assert [ax.get_ylabel() for ax in fig.axes] == ["gradient norm", "RMS of the stream after it"]
+    assert [ax.get_xlabel() for ax in fig.axes] == ["layer", "layer"]
+    assert [t.get_text() for t in gradients.get_legend().get_texts()] == ["post-norm", "pre-norm"]
+    assert stream.get_legend() is None
+    assert list(gradients.get_lines()[1].get_xdata()) == [1, 2, 3]  # layers from 1
+    assert list(stream.get_lines()[1].get_ydata()) == [1, 2, 3]
+    assert stream.get_position().x0 > gradients.get_position().x1  # side by side on a laptop
+    assert fig.get_size_inches()[0] == pytest.approx(plotting.COLUMN_WIDTH)
+    phone = plotting.gradients_and_stream(runs, layout="phone")
+    assert phone.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
+    assert phone.axes[0].get_position().y0 > phone.axes[1].get_position().y1
+    assert ch9_words(fig) <= ch9_words(phone)
+    with pytest.raises(ValueError, match="at least one wiring"):
+        plotting.gradients_and_stream({})
