@@ -164,7 +164,8 @@ def for_the_page(draw: FigureFunction) -> FigureFunction:
             _figure_of(drawn).course_layout = layout
             return drawn
         drawn = draw(*args, **kwargs)
-        if current_layout() == "laptop" and kwargs.get("ax") is None and not kwargs.get("axes"):
+        own_figure = kwargs.get("ax") is None and kwargs.get("axes") is None
+        if current_layout() == "laptop" and own_figure:
             phone = functools.partial(figure_function, *args, layout="phone", **kwargs)
             _attach_phone(drawn, phone)
         return drawn

@@ -174,6 +174,15 @@ def test_a_figure_function_for_the_page_carries_its_phone_rendering():
     assert png.startswith(b"\x89PNG") and int.from_bytes(png[16:20], "big") <= 380
     phone = laptop.course_phone()
     assert phone.course_layout == "phone" and phone.axes[0].get_title() == "w"
-    # A panel of the caller's figure is not a figure of its own.
+    # A panel of the caller's figure is not a figure of its own, whether the axes come as
+    # one, a list or the NumPy array of Figure.subplots.
     fig, axes = plotting.small_multiples(2)
     assert not hasattr(weights_figure(matrix, ax=axes[0]), "course_phone")
+
+    @plotting.for_the_page
+    def panels(*, axes=None):
+        return axes.flat[0].figure if axes is not None else plotting.small_multiples(2)[0]
+
+    grid = Figure().subplots(1, 2)
+    assert not hasattr(panels(axes=grid), "course_phone")
+    assert hasattr(panels(), "course_phone")
