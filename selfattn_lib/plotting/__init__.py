@@ -39,6 +39,7 @@ from selfattn_lib.plotting.ch01_similarity import (
     similarity_geometry,
     similarity_matrix_diagram,
     two_rankings,
+    word_features,
 )
 from selfattn_lib.plotting.ch02_softmax import (
     softmax_steps,
@@ -155,6 +156,7 @@ __all__ = [
     "angle_curves",
     "two_rankings",
     "dot_and_cosine_matrices",
+    "word_features",
     "temperature_weights",
     "softmax_steps",
     "attention_maps_by_length",
