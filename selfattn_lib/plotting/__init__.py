@@ -42,8 +42,10 @@ from selfattn_lib.plotting.ch01_similarity import (
     word_features,
 )
 from selfattn_lib.plotting.ch02_softmax import (
+    rows_and_columns,
     softmax_steps,
     temperature_weights,
+    weights_at_temperatures,
 )
 from selfattn_lib.plotting.ch03_self_attention import (
     attention_maps_by_length,
@@ -159,6 +161,8 @@ __all__ = [
     "word_features",
     "temperature_weights",
     "softmax_steps",
+    "weights_at_temperatures",
+    "rows_and_columns",
     "attention_maps_by_length",
     "kernel_regression_fit",
     "spotlight_attention",
