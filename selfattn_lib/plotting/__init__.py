@@ -48,6 +48,7 @@ from selfattn_lib.plotting.ch02_softmax import (
     weights_at_temperatures,
 )
 from selfattn_lib.plotting.ch03_self_attention import (
+    attention_map,
     attention_maps_by_length,
     kernel_regression_fit,
     spotlight_attention,
@@ -164,6 +165,7 @@ __all__ = [
     "weights_at_temperatures",
     "rows_and_columns",
     "attention_maps_by_length",
+    "attention_map",
     "kernel_regression_fit",
     "spotlight_attention",
     "spotlight_weights",
