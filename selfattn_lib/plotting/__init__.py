@@ -39,12 +39,16 @@ from selfattn_lib.plotting.ch01_similarity import (
     similarity_geometry,
     similarity_matrix_diagram,
     two_rankings,
+    word_features,
 )
 from selfattn_lib.plotting.ch02_softmax import (
+    rows_and_columns,
     softmax_steps,
     temperature_weights,
+    weights_at_temperatures,
 )
 from selfattn_lib.plotting.ch03_self_attention import (
+    attention_map,
     attention_maps_by_length,
     kernel_regression_fit,
     spotlight_attention,
@@ -159,9 +163,13 @@ __all__ = [
     "angle_curves",
     "two_rankings",
     "dot_and_cosine_matrices",
+    "word_features",
     "temperature_weights",
     "softmax_steps",
+    "weights_at_temperatures",
+    "rows_and_columns",
     "attention_maps_by_length",
+    "attention_map",
     "kernel_regression_fit",
     "spotlight_attention",
     "spotlight_weights",

@@ -1,10 +1,11 @@
 """Figures of chapter 1, dot-product similarity: the geometry of two vectors, the two measures
-side by side (against the angle, as rankings, as matrices), and two
+side by side (against the angle, as rankings, as matrices; stacked on a phone), and two
 computed diagrams (a dot product feature by feature, and the similarity matrix of a sentence
 as the product of its token matrix with its transpose)."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 
 import numpy as np
@@ -12,15 +13,18 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from selfattn_lib.plotting.base import (
-    COLUMN_WIDTH,
     OKABE_ITO,
     bar_chart,
+    column_width,
+    current_layout,
+    for_the_page,
     heatmap,
     new_axes,
 )
 from selfattn_lib.plotting.diagrams import Diagram, Grid, flow
 
 
+@for_the_page
 def similarity_geometry(
     a: Sequence[float],
     b: Sequence[float],
@@ -152,6 +156,55 @@ def similarity_geometry(
     return ax.figure
 
 
+@for_the_page
+def word_features(
+    x: Sequence[Sequence[float]],
+    words: Sequence[str],
+    features: Sequence[str],
+    *,
+    title: str = "",
+) -> Figure:
+    """A heatmap of word vectors, one row per word and one column per feature, every value
+    written in its cell with one decimal: chapter 1's hand-made embeddings.
+
+    Shapes
+    ------
+    ``x``: ``(n, D)``; ``words``: ``n`` strings; ``features``: ``D`` strings.
+
+    Examples
+    --------
+    >>> fig = word_features([[0.9, 0.1], [0.0, 1.0]], ["cat", "car"], ["animal", "vehicle"])
+    >>> fig.axes[0].get_xlabel(), fig.axes[0].get_ylabel(), fig.axes[1].get_ylabel()
+    ('feature', 'word', 'feature value')
+    """
+    values = np.asarray(x, dtype=np.float64)
+    if values.ndim != 2:
+        raise ValueError(f"x must have shape (n, D), got {values.shape}")
+    _check_labels("words", words, values.shape[0])
+    _check_labels("features", features, values.shape[1])
+    phone = current_layout() == "phone"
+    if phone:  # a long title goes on two lines in a phone's column
+        title = textwrap.fill(title, 32)
+    figure = Figure(figsize=(column_width(), 4.8 if phone else 3.7), layout="constrained")
+    ax = figure.add_subplot()
+    heatmap(
+        values,
+        list(words),
+        list(features),
+        title=title,
+        xlabel="feature",
+        ylabel="word",
+        colorbar_label="feature value",
+        fmt=".1f",
+        colorbar=not phone,
+        ax=ax,
+    )
+    if phone:  # the colour bar goes under the map, which keeps the column's width
+        figure.colorbar(ax.images[0], ax=ax, location="bottom", label="feature value")
+    return figure
+
+
+@for_the_page
 def angle_curves(a: Sequence[float], lengths: Sequence[float], *, n_angles: int = 181) -> Figure:
     """The dot product (left) and the cosine similarity (right) of the fixed 2-D vector ``a``
     with a vector ``b`` that turns from 0° to 180° away from ``a``, one curve per length of
@@ -177,8 +230,9 @@ def angle_curves(a: Sequence[float], lengths: Sequence[float], *, n_angles: int 
     degrees = np.linspace(0.0, 180.0, n_angles)  # (n,)
     radians = np.arctan2(a[1], a[0]) + np.radians(degrees)  # (n,): b's direction
     direction = np.stack([np.cos(radians), np.sin(radians)], axis=-1)  # (n, 2)
-    figure = Figure(figsize=(COLUMN_WIDTH, 3.4), layout="constrained")
-    panels = figure.subplots(1, 2)
+    phone = current_layout() == "phone"  # on a phone the two panels are stacked
+    figure = Figure(figsize=(column_width(), 6.0 if phone else 3.4), layout="constrained")
+    panels = figure.subplots(2 if phone else 1, 1 if phone else 2)
     measures = (("dot product a·b", dot_product), ("cosine similarity cos θ", cosine_similarity))
     for ax, (name, measure) in zip(panels, measures, strict=True):
         ax.axhline(0, color="grey", lw=0.6)
@@ -190,10 +244,14 @@ def angle_curves(a: Sequence[float], lengths: Sequence[float], *, n_angles: int 
         ax.set_ylabel(name)
         ax.set_title(name)
         ax.legend()
-    figure.suptitle(f"a is fixed, |a| = {np.linalg.norm(a):g}; b turns from 0° to 180°")
+    figure.suptitle(
+        f"a is fixed, |a| = {np.linalg.norm(a):g};{chr(10) if phone else ' '}"
+        "b turns from 0° to 180°"
+    )
     return figure
 
 
+@for_the_page
 def two_rankings(
     word: str,
     vector: Sequence[float],
@@ -223,8 +281,9 @@ def two_rankings(
             f"vector of shape {vector.shape}"
         )
     _check_labels("candidates", candidates, len(vectors))
-    figure = Figure(figsize=(COLUMN_WIDTH, 3.2), layout="constrained")
-    panels = figure.subplots(1, 2)
+    phone = current_layout() == "phone"  # on a phone the two charts are stacked
+    figure = Figure(figsize=(column_width(), 6.0 if phone else 3.2), layout="constrained")
+    panels = figure.subplots(2 if phone else 1, 1 if phone else 2)
     for ax, measure, name in zip(panels, ("dot", "cosine"), ("dot product", "cosine"), strict=True):
         values = similarity_matrix(vector[None, :], vectors, measure=measure)[0]  # (n,)
         top = max(float(values.max()), 0.0)
@@ -240,6 +299,7 @@ def two_rankings(
     return figure
 
 
+@for_the_page
 def dot_and_cosine_matrices(x: Sequence[Sequence[float]], tokens: Sequence[str]) -> Figure:
     """Two heatmaps of a sentence's token vectors ``x``, every token against every token:
     dot products ``X Xᵀ`` (left) and cosine similarities (right), rounded to one decimal.
@@ -260,8 +320,9 @@ def dot_and_cosine_matrices(x: Sequence[Sequence[float]], tokens: Sequence[str])
     if x.ndim != 2:
         raise ValueError(f"x must be a matrix of token vectors (T, D), got shape {x.shape}")
     _check_labels("tokens", tokens, len(x))
-    figure = Figure(figsize=(COLUMN_WIDTH, 3.5), layout="constrained")
-    panels = figure.subplots(1, 2)
+    phone = current_layout() == "phone"  # on a phone the two matrices are stacked
+    figure = Figure(figsize=(column_width(), 7.0 if phone else 3.5), layout="constrained")
+    panels = figure.subplots(2 if phone else 1, 1 if phone else 2)
     titles = {"dot": r"Dot products $\mathbf{X}\mathbf{X}^\top$", "cosine": "Cosine similarities"}
     for ax, (measure, title) in zip(panels, titles.items(), strict=True):
         heatmap(
@@ -276,6 +337,11 @@ def dot_and_cosine_matrices(x: Sequence[Sequence[float]], tokens: Sequence[str])
             ax=ax,
         )
     return figure
+
+
+def _phone_break() -> str:
+    """A title's line break on a phone, a space on a laptop."""
+    return "\n" if current_layout() == "phone" else " "
 
 
 def _two_decimals(value: float) -> str:
@@ -295,6 +361,7 @@ def _check_labels(name: str, labels: Sequence[str], count: int) -> None:
         raise ValueError(f"{name} must have {count} labels, got {len(labels)}")
 
 
+@for_the_page
 def feature_products(
     word: str,
     vector: np.ndarray,
@@ -356,10 +423,14 @@ def feature_products(
         ),
         "add up →",
         Grid(f"{word} · word", dot_products[:, None], rows=list(others), role="scores"),
-        title=f"Dot products with {word}: multiply feature by feature, then add up",
+        title=f"Dot products with {word}:{_phone_break()}multiply feature by feature, then add up",
+        # On a phone: eight two-decimal products and their row labels need 3.93 in, a little
+        # more than the phone's 3.8; drawn 3.95 in wide, its 8.5-point numbers show 10 px tall.
+        width=3.95 if current_layout() == "phone" else None,
     )
 
 
+@for_the_page
 def similarity_matrix_diagram(
     tokens: Sequence[str],
     features: Sequence[str],
@@ -416,5 +487,5 @@ def similarity_matrix_diagram(
             role="scores",
             note="S[i, j] = token i · token j",
         ),
-        title="The similarity matrix of a sentence: S = X Xᵀ",
+        title=f"The similarity matrix of a sentence:{_phone_break()}S = X Xᵀ",
     )

@@ -1,4 +1,6 @@
-"""Figures of chapter 2, softmax."""
+"""Figures of chapter 2, softmax: the weights of one row at a temperature (alone, or at several
+temperatures as small multiples), softmax step by step (a computed diagram), and the weights
+of a score matrix normalised along each row and, wrongly, along each column."""
 
 from __future__ import annotations
 
@@ -11,6 +13,11 @@ from matplotlib.figure import Figure
 from selfattn_lib.plotting.base import (
     OKABE_ITO,
     bar_chart,
+    current_layout,
+    for_the_page,
+    heatmap,
+    shared_colorbar,
+    small_multiples,
 )
 from selfattn_lib.plotting.diagrams import Diagram, Grid, flow
 
@@ -74,6 +81,74 @@ def temperature_weights(
     return figure
 
 
+@for_the_page
+def weights_at_temperatures(
+    scores: Sequence[float],
+    labels: Sequence[str],
+    temperatures: Sequence[float],
+) -> Figure:
+    """Small multiples of :func:`temperature_weights`: the softmax weights of one row of
+    ``scores`` at each of ``temperatures``, two panels a row on a laptop (sharing their y
+    axis, labelled once per row), one a row on a phone.
+
+    Shapes
+    ------
+    ``scores``: ``(T_k,)``; ``labels``: ``T_k`` strings; ``temperatures``: ``n`` numbers.
+
+    Examples
+    --------
+    >>> fig = weights_at_temperatures([1.0, 3.0], ["a", "b"], [0.1, 10])
+    >>> [ax.get_title() for ax in fig.axes], [ax.get_ylabel() for ax in fig.axes]
+    (['τ = 0.1', 'τ = 10'], ['softmax weight', ''])
+    """
+    if not temperatures:
+        raise ValueError("temperatures is empty: give at least one temperature")
+    figure, panels = small_multiples(len(temperatures), columns=2, panel_height=2.3, sharey=True)
+    for panel, temperature in zip(panels, temperatures, strict=True):
+        temperature_weights(scores, labels, temperature, ax=panel)
+        if not panel.get_subplotspec().is_first_col():
+            panel.set_ylabel("")  # the y axis is labelled once per row
+    return figure
+
+
+@for_the_page
+def rows_and_columns(
+    row_weights: Sequence[Sequence[float]],
+    column_weights: Sequence[Sequence[float]],
+    labels: Sequence[str],
+) -> Figure:
+    """The same scores normalised by softmax along each row (``axis=-1``, correct: one row of
+    weights per query) and along each column (``axis=0``, wrong), as two heatmaps on one
+    colour scale with one colour bar; stacked on a phone, the colour bar under them.
+
+    Shapes
+    ------
+    ``row_weights``, ``column_weights``: ``(T, T)``; ``labels``: ``T`` strings.
+
+    Examples
+    --------
+    >>> w = np.array([[0.4, 0.6], [0.5, 0.5]])
+    >>> fig = rows_and_columns(w, w.T, ["a", "b"])
+    >>> [ax.get_title() for ax in fig.axes]
+    ['Correct: each row (axis=-1)', 'Wrong: axis=0', '']
+    """
+    pairs = [
+        (np.asarray(row_weights, dtype=np.float64), "Correct: each row (axis=-1)"),
+        (np.asarray(column_weights, dtype=np.float64), "Wrong: axis=0"),
+    ]
+    top = max(weights.max() for weights, _ in pairs)  # one colour scale for both
+    phone = current_layout() == "phone"
+    # On a phone each map gets the column's width: its cells are as wide as the laptop's.
+    figure, panels = small_multiples(2, columns=2, panel_height=4.3 if phone else 3.5)
+    for panel, (weights, title) in zip(panels, pairs, strict=True):
+        heatmap(weights, labels, labels, title=title, vmax=top, colorbar=False, ax=panel)
+    if phone:  # under the stacked maps, it leaves them the width
+        figure.colorbar(panels[0].images[0], ax=panels, location="bottom", label="weight")
+        return figure
+    return shared_colorbar(panels, "weight")
+
+
+@for_the_page
 def softmax_steps(
     tokens: Sequence[str],
     scores: Sequence[float],

@@ -1,7 +1,11 @@
-"""Figures of chapter 3, self-attention without weights."""
+"""Figures of chapter 3, self-attention without weights: one output as a weighted average
+(in 2-D and as the product A X = Z), kernel regression as a soft lookup, and the attention map
+softmax(X Xᵀ), alone and for vectors of several lengths. Drawn for a phone, their panels are
+stacked in the phone's column."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 
 import numpy as np
@@ -12,6 +16,9 @@ from selfattn_lib.plotting.base import (
     COLUMN_WIDTH,
     OKABE_ITO,
     bar_chart,
+    column_width,
+    current_layout,
+    for_the_page,
     heatmap,
     shared_colorbar,
     small_multiples,
@@ -136,6 +143,7 @@ def _one_per_token(name: str, values: object, tokens: Sequence[str], width: int)
     return array
 
 
+@for_the_page
 def weighted_average_2d(
     x_2d: Sequence[Sequence[float]],
     weights: Sequence[float],
@@ -149,7 +157,8 @@ def weighted_average_2d(
 
     Left: every token's vector (two of its features) as an arrow, with the weight the query
     gives it written under its name, and the output as a black arrow. Right: the same output
-    built piece by piece, the weighted vectors ``w_j x_j`` laid end to end.
+    built piece by piece, the weighted vectors ``w_j x_j`` laid end to end. On a phone the
+    token vectors are drawn above, the pieces and the list of weights side by side below.
 
     The figure draws what the caller computed: each weight text carries the ``gid``
     ``"w[<query>,<token>]"`` and the output arrow ``"z[<query>]"``, so a test can read them
@@ -189,8 +198,15 @@ def weighted_average_2d(
             f"weights ({ends[-1].round(6).tolist()}): pass arrays from one computation"
         )
 
-    figure = Figure(figsize=(COLUMN_WIDTH, 3.4), layout="constrained")
-    left, table, right = figure.subplots(1, 3, width_ratios=(1.3, 0.55, 1.0))
+    if current_layout() == "phone":  # the token vectors above, the pieces and weights below
+        figure = Figure(figsize=(column_width(), 6.6), layout="constrained")
+        panels = figure.subplot_mosaic(
+            [["left", "left"], ["right", "table"]], width_ratios=(1.0, 0.6)
+        )
+        left, table, right = panels["left"], panels["table"], panels["right"]
+    else:
+        figure = Figure(figsize=(COLUMN_WIDTH, 3.4), layout="constrained")
+        left, table, right = figure.subplots(1, 3, width_ratios=(1.3, 0.55, 1.0))
     arrow = {"arrowstyle": "-|>", "linewidth": 1.6, "shrinkA": 0, "shrinkB": 0}
     colours = [_TOKEN_COLOURS[index % len(_TOKEN_COLOURS)] for index in range(len(labels))]
     span = np.maximum(points.max(axis=0) - points.min(axis=0), 1e-9)  # (2,)
@@ -327,6 +343,7 @@ def weighted_average_2d(
     return figure
 
 
+@for_the_page
 def weighted_average_flow(
     tokens: Sequence[str],
     weights: Sequence[Sequence[float]],
@@ -393,9 +410,13 @@ def weighted_average_flow(
             note="row i: token i's weighted average of the rows of X",
         ),
         title=title,
+        # On a phone: eight two-decimal outputs and their token labels need 3.93 in, a little
+        # more than the phone's 3.8; drawn 3.95 in wide, its 8.5-point numbers show 10 px tall.
+        width=3.95 if current_layout() == "phone" else None,
     )
 
 
+@for_the_page
 def kernel_regression_fit(
     keys: Sequence[float],
     values: Sequence[float],
@@ -436,8 +457,13 @@ def kernel_regression_fit(
         raise ValueError(f"queries must be 1-D, got shape {grid.shape}")
     if not predictions or set(predictions) != set(query_weights):
         raise ValueError("predictions and query_weights need the same, non-empty, widths")
-    figure = Figure(figsize=(COLUMN_WIDTH, 3.1), layout="constrained")
-    fit, lookup = figure.subplots(1, 2, width_ratios=(1.3, 1.0))
+    phone = current_layout() == "phone"
+    if phone:  # the fit above the weights
+        figure = Figure(figsize=(column_width(), 6.8), layout="constrained")
+        fit, lookup = figure.subplots(2, 1)
+    else:
+        figure = Figure(figsize=(COLUMN_WIDTH, 3.1), layout="constrained")
+        fit, lookup = figure.subplots(1, 2, width_ratios=(1.3, 1.0))
     fit.scatter(points_x, points_y, color="black", s=18, zorder=3, label="training points")
     styles = ("-", "--", ":")
     offsets = np.linspace(-1.0, 1.0, len(predictions)) * 0.012 * np.ptp(grid)  # stems apart
@@ -477,13 +503,58 @@ def kernel_regression_fit(
         ax.set_xlabel("x (the keys)")
     fit.set_ylabel("y (the values)")
     fit.set_title("Prediction: weighted average of the y's", fontsize=10)
-    fit.legend(fontsize=8, loc="lower right")
+    if phone:  # in a narrow panel the legend would cover points: it goes under the axes
+        fit.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2)
+    else:
+        fit.legend(fontsize=8, loc="lower right")
     lookup.set_ylabel("weight of each training point")
     lookup.set_ylim(0.0, None)
     lookup.set_title(f"The weights of the query x = {query:g}", fontsize=10)
     return figure
 
 
+@for_the_page
+def attention_map(
+    weights: Sequence[Sequence[float]], tokens: Sequence[str], *, title: str = ""
+) -> Figure:
+    """The attention map of one sentence as a heatmap, every weight written in its cell:
+    query tokens on the rows, key tokens on the columns. A 7 × 7 map needs less than the
+    laptop's column (5.6 in); on a phone it is as wide as the phone's column.
+
+    Shapes
+    ------
+    ``weights``: ``(T, T)``, each row summing to one; ``tokens``: ``T`` strings.
+
+    Examples
+    --------
+    >>> fig = attention_map([[0.5, 0.5], [0.2, 0.8]], ["a", "b"], title="two tokens")
+    >>> fig.axes[0].get_xlabel(), fig.get_size_inches().tolist()
+    ('key token (attended to)', [5.6, 4.2])
+    """
+    phone = current_layout() == "phone"
+    ax = None
+    if phone:  # the map takes the column's width, its colour bar goes under it
+        ax = Figure(figsize=(column_width(), 5.2), layout="constrained").add_subplot()
+        title = textwrap.fill(title, 24)
+    figure = heatmap(
+        np.asarray(weights, dtype=np.float64),
+        tokens,
+        tokens,
+        title=title,
+        xlabel="key token (attended to)",
+        ylabel="query token (attending)",
+        colorbar_label="attention weight",
+        colorbar=not phone,
+        ax=ax,
+    )
+    if phone:
+        figure.colorbar(ax.images[0], ax=ax, location="bottom", label="attention weight")
+    else:
+        figure.set_size_inches(5.6, 4.2)  # a 7 × 7 map needs less than the column
+    return figure
+
+
+@for_the_page
 def attention_maps_by_length(
     maps: dict[float, Sequence[Sequence[float]]], tokens: Sequence[str]
 ) -> Figure:
@@ -502,8 +573,9 @@ def attention_maps_by_length(
     """
     if not maps:
         raise ValueError("maps is empty: give at least one factor and its weights")
-    figure, axes = small_multiples(len(maps), columns=2, panel_height=3.1)
-    columns = min(2, len(maps))
+    phone = current_layout() == "phone"  # one map a row, as wide as the column allows
+    figure, axes = small_multiples(len(maps), columns=2, panel_height=4.2 if phone else 3.1)
+    columns = 1 if phone else min(2, len(maps))
     for index, (ax, (factor, weights)) in enumerate(zip(axes, maps.items(), strict=True)):
         heatmap(
             np.asarray(weights, dtype=np.float64),
@@ -518,4 +590,7 @@ def attention_maps_by_length(
             colorbar=False,
             ax=ax,
         )
+    if phone:  # under the stacked maps, it leaves them the column's width
+        figure.colorbar(axes[0].images[0], ax=axes, location="bottom", label="attention weight")
+        return figure
     return shared_colorbar(axes, "attention weight")

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 
 from selfattn_lib import embeddings, plotting, similarity
 from selfattn_lib.plotting.diagrams import read_back
@@ -194,3 +195,100 @@ def test_dot_and_cosine_matrices_draw_every_pair_of_tokens():
     assert [label.get_text() for label in cos_axes.get_yticklabels()] == tokens
     with pytest.raises(ValueError, match="tokens"):
         plotting.dot_and_cosine_matrices(x, tokens[:-1])
+
+
+# --- Drawn for a phone ----------------------------------------------------------------------
+
+
+def _texts(figure):
+    """Every text drawn in a figure: titles, axis and tick labels, legends, cell values."""
+    figure.canvas.draw()
+    return {text.get_text() for text in figure.findobj(Text) if text.get_text()}
+
+
+def test_word_features_draws_a_row_per_word_and_a_column_per_feature():
+    words = ["cat", "dog", "car"]
+    x = embeddings.embed(words)
+    fig = plotting.word_features(x, words, embeddings.FEATURES, title="three words")
+    ax, colour_bar = fig.axes
+    np.testing.assert_allclose(ax.images[0].get_array(), x)
+    assert ax.get_title() == "three words"
+    assert (ax.get_xlabel(), ax.get_ylabel(), colour_bar.get_ylabel()) == (
+        "feature",
+        "word",
+        "feature value",
+    )
+    assert [label.get_text() for label in ax.get_yticklabels()] == words
+    assert [label.get_text() for label in ax.get_xticklabels()] == list(embeddings.FEATURES)
+    assert [text.get_text() for text in ax.texts[:2]] == [f"{x[0, 0]:.1f}", f"{x[0, 1]:.1f}"]
+    assert fig.get_size_inches().tolist() == [plotting.COLUMN_WIDTH, 3.7]
+    with pytest.raises(ValueError, match="words must have 3 labels"):
+        plotting.word_features(x, words[:2], embeddings.FEATURES)
+
+
+def test_word_features_on_a_phone_wraps_its_title_and_puts_its_colour_bar_below():
+    words = ["the", "cat", "sat", "because", "it", "was", "tired", "dog", "car"]
+    x = embeddings.embed(words)
+    title = "The running example, then dog and car: one row per word"
+    laptop = plotting.word_features(x, words, embeddings.FEATURES, title=title)
+    phone = plotting.word_features(x, words, embeddings.FEATURES, title=title, layout="phone")
+    assert phone.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
+    ax, colour_bar = phone.axes
+    assert "\n" in ax.get_title() and ax.get_title().split() == title.split()
+    assert colour_bar.get_xlabel() == "feature value", "a horizontal colour bar"
+    assert colour_bar.get_position().y1 < ax.get_position().y0, "under the map"
+    assert _words(laptop) <= _words(phone)
+
+
+def _words(figure):
+    return {word for text in _texts(figure) for word in text.split() if word[0].isalpha()}
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda **layout: plotting.angle_curves([1.5, 0.0], [0.5, 1.0, 2.0], **layout),
+        lambda **layout: plotting.two_rankings(
+            "dog",
+            embeddings.embed(["dog"])[0],
+            ["cat", "kitten", "horse", "tired", "animal", "car"],
+            embeddings.embed(["cat", "kitten", "horse", "tired", "animal", "car"]),
+            **layout,
+        ),
+        lambda **layout: plotting.dot_and_cosine_matrices(
+            embeddings.embed(embeddings.tokenize(embeddings.RUNNING_EXAMPLE)),
+            embeddings.tokenize(embeddings.RUNNING_EXAMPLE),
+            **layout,
+        ),
+        lambda **layout: plotting.similarity_geometry([2.0, 0.5], [0.6, 1.6], **layout),
+    ],
+    ids=["angle_curves", "two_rankings", "dot_and_cosine_matrices", "similarity_geometry"],
+)
+def test_chapter_1_figures_stack_their_panels_on_a_phone_and_keep_every_word(draw):
+    laptop, phone = draw(), draw(layout="phone")
+    assert phone.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
+    assert plotting.PHONE_MIME in laptop._repr_mimebundle_()
+    panels = [ax for ax in phone.axes if ax.get_label() != "<colorbar>"]
+    assert len({round(ax.get_position().x0, 2) for ax in panels}) == 1, "one column of panels"
+    assert _words(laptop) <= _words(phone)
+
+
+def test_chapter_1_diagrams_wrap_their_titles_on_a_phone():
+    tokens = embeddings.tokenize(embeddings.RUNNING_EXAMPLE)
+    x = embeddings.embed(tokens)
+    phone = plotting.similarity_matrix_diagram(
+        tokens, embeddings.FEATURES, x, x @ x.T, layout="phone"
+    )
+    assert phone.figure.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
+    assert "The similarity matrix of a sentence:\nS = X Xᵀ" in _texts(phone.figure)
+    np.testing.assert_allclose(read_back(phone.figure, "S"), np.round(x @ x.T, 2))
+    cat, others = embeddings.embed(["cat"])[0], embeddings.embed(["dog", "car"])
+    products = plotting.feature_products(
+        "cat", cat, ["dog", "car"], others, cat * others, (cat * others).sum(-1),
+        embeddings.FEATURES, layout="phone",
+    )  # fmt: skip
+    # Eight two-decimal products and their labels need a little more than 3.8 in.
+    assert products.figure.get_size_inches()[0] == 3.95
+    assert "Dot products with cat:\nmultiply feature by feature, then add up" in _texts(
+        products.figure
+    )

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 
 from selfattn_lib import plotting
 
@@ -85,3 +86,73 @@ def test_ch2_softmax_steps_rejects_rows_of_the_wrong_length():
         plotting.softmax_steps(["a", "b"], [0.0, 1.0], [1.0, 2.7], 3.7, [1.0], query="a")
     with pytest.raises(ValueError, match="total must be one number"):
         plotting.softmax_steps(["a", "b"], [0.0, 1.0], [1.0, 2.7], [3.7], [0.3, 0.7], query="a")
+
+
+# --- Small multiples, and their phone renderings -------------------------------------------
+
+
+def _words(figure):
+    """The words of every text drawn in a figure (titles, labels, ticks), not its numbers."""
+    figure.canvas.draw()
+    texts = [text.get_text() for text in figure.findobj(Text)]
+    return {word for text in texts for word in text.split() if word[0].isalpha()}
+
+
+TOKENS = ["the", "cat", "sat", "because", "it", "was", "tired"]
+SCORES = np.array([0.30, 0.09, 0.07, 0.36, 0.37, 0.30, 0.09])
+
+
+def test_ch2_weights_at_temperatures_draws_one_panel_per_temperature():
+    from selfattn_lib.softmax import softmax
+
+    fig = plotting.weights_at_temperatures(SCORES, TOKENS, [0.01, 0.1, 1, 10])
+    assert fig.get_size_inches().tolist() == [plotting.COLUMN_WIDTH, 4.6]
+    assert [ax.get_title() for ax in fig.axes] == ["τ = 0.01", "τ = 0.1", "τ = 1", "τ = 10"]
+    assert [ax.get_ylabel() for ax in fig.axes] == ["softmax weight", "", "softmax weight", ""]
+    heights = [bar.get_height() for bar in fig.axes[2].patches]
+    np.testing.assert_allclose(heights, softmax(SCORES, temperature=1))
+    assert [label.get_text() for label in fig.axes[3].get_xticklabels()] == TOKENS
+    with pytest.raises(ValueError, match="temperatures is empty"):
+        plotting.weights_at_temperatures(SCORES, TOKENS, [])
+
+
+def test_ch2_weights_at_temperatures_stacks_its_panels_on_a_phone():
+    laptop = plotting.weights_at_temperatures(SCORES, TOKENS, [0.01, 0.1, 1, 10])
+    phone = plotting.weights_at_temperatures(SCORES, TOKENS, [0.01, 0.1, 1, 10], layout="phone")
+    assert phone.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
+    assert len({ax.get_position().x0 for ax in phone.axes}) == 1, "one panel a row"
+    assert all(ax.get_ylabel() == "softmax weight" for ax in phone.axes)
+    assert plotting.PHONE_MIME in laptop._repr_mimebundle_()
+    assert _words(laptop) <= _words(phone)
+
+
+def test_ch2_rows_and_columns_share_one_colour_scale_and_stack_on_a_phone():
+    from selfattn_lib.softmax import softmax
+
+    scores = np.outer(SCORES, SCORES) * 10
+    rows, columns = softmax(scores, axis=-1), softmax(scores, axis=0)
+    laptop = plotting.rows_and_columns(rows, columns, TOKENS)
+    correct, wrong, colour_bar = laptop.axes
+    np.testing.assert_allclose(correct.images[0].get_array(), rows)
+    np.testing.assert_allclose(wrong.images[0].get_array(), columns)
+    assert (correct.get_title(), wrong.get_title()) == (
+        "Correct: each row (axis=-1)",
+        "Wrong: axis=0",
+    )
+    top = max(rows.max(), columns.max())
+    assert correct.images[0].get_clim() == wrong.images[0].get_clim() == (0.0, top)
+    assert colour_bar.get_ylabel() == "weight"
+    phone = plotting.rows_and_columns(rows, columns, TOKENS, layout="phone")
+    assert phone.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
+    correct, wrong, colour_bar = phone.axes
+    assert correct.get_position().y0 > wrong.get_position().y1, "stacked"
+    assert colour_bar.get_xlabel() == "weight", "a horizontal colour bar under the maps"
+    assert _words(laptop) <= _words(phone)
+
+
+def test_ch2_softmax_steps_fits_a_phone():
+    weights = np.exp(SCORES) / np.exp(SCORES).sum()
+    phone = plotting.softmax_steps(
+        TOKENS, SCORES, np.exp(SCORES), np.exp(SCORES).sum(), weights, query="it", layout="phone"
+    )
+    assert phone.figure.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH

@@ -195,3 +195,89 @@ def ch3_embed_again(tokens):
     from selfattn_lib import embeddings
 
     return embeddings.embed(" ".join(tokens))
+
+
+# --- Drawn for a phone ----------------------------------------------------------------------
+
+
+def _words(figure):
+    """The words of every text drawn in a figure (titles, labels, ticks), not its numbers."""
+    figure.canvas.draw()
+    texts = [text.get_text() for text in figure.findobj(Text)]
+    return {word for text in texts for word in text.split() if word[0].isalpha()}
+
+
+def _running_example():
+    from selfattn_lib import embeddings
+    from selfattn_lib.attention import simple_self_attention
+
+    tokens = embeddings.tokenize(embeddings.RUNNING_EXAMPLE)
+    x = embeddings.embed(tokens)
+    outputs, weights = simple_self_attention(x)
+    return tokens, x, outputs, weights, embeddings.FEATURES
+
+
+def test_ch3_attention_map_labels_queries_and_keys_and_fits_a_phone():
+    tokens, _, _, weights, _ = _running_example()
+    title = "softmax(X Xᵀ) for the running example"
+    laptop = plotting.attention_map(weights, tokens, title=title)
+    ax, colour_bar = laptop.axes
+    np.testing.assert_allclose(ax.images[0].get_array(), weights)
+    assert ax.get_title() == title
+    assert (ax.get_xlabel(), ax.get_ylabel()) == (
+        "key token (attended to)",
+        "query token (attending)",
+    )
+    assert colour_bar.get_ylabel() == "attention weight"
+    assert [label.get_text() for label in ax.get_yticklabels()] == tokens
+    assert len(ax.texts) == len(tokens) ** 2, "every weight written"
+    assert laptop.get_size_inches().tolist() == [5.6, 4.2]
+    phone = plotting.attention_map(weights, tokens, title=title, layout="phone")
+    assert phone.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
+    ax, colour_bar = phone.axes
+    assert ax.get_title() == "softmax(X Xᵀ) for the\nrunning example"
+    assert colour_bar.get_xlabel() == "attention weight", "a colour bar under the map"
+    assert plotting.PHONE_MIME in laptop._repr_mimebundle_()
+    assert _words(laptop) <= _words(phone)
+
+
+def test_ch3_figures_stack_their_panels_on_a_phone_and_keep_every_word():
+    tokens, x, outputs, weights, features = _running_example()
+    it, pair = tokens.index("it"), [features.index("animal"), features.index("grammar")]
+    keys = np.linspace(0.0, 5.0, 6)
+    queries = np.linspace(0.0, 5.0, 11)
+    fits = {0.5: np.sin(queries), 2.0: np.cos(queries)}
+    query_weights = {0.5: np.full(6, 1 / 6), 2.0: np.full(6, 1 / 6)}
+    draws = [
+        lambda **layout: plotting.weighted_average_2d(
+            x[:, pair], weights[it], outputs[it][pair], tokens, "it",
+            features=("animal", "grammar"), **layout,
+        ),
+        lambda **layout: plotting.kernel_regression_fit(
+            keys, np.sin(keys), queries, fits, query_weights, 2.5, **layout
+        ),
+        lambda **layout: plotting.attention_maps_by_length(
+            {1.0: weights, 4.0: weights}, tokens, **layout
+        ),
+    ]  # fmt: skip
+    for draw in draws:
+        laptop, phone = draw(), draw(layout="phone")
+        assert phone.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
+        assert plotting.PHONE_MIME in laptop._repr_mimebundle_()
+        assert _words(laptop) <= _words(phone)
+        tops = {round(ax.get_position().y1, 2) for ax in phone.axes if ax.get_visible()}
+        assert len(tops) >= 2, "panels stacked"
+    fit = draws[1](layout="phone").axes[0]
+    legend = fit.get_legend()
+    legend.figure.canvas.draw()
+    assert legend.get_window_extent().y1 < fit.get_window_extent().y0, "legend under the fit"
+
+
+def test_ch3_weighted_average_flow_draws_on_a_phone():
+    from selfattn_lib.plotting.diagrams import read_back
+
+    tokens, x, outputs, weights, features = _running_example()
+    phone = plotting.weighted_average_flow(tokens, weights, x, outputs, features, layout="phone")
+    # Eight two-decimal outputs and their token labels need a little more than 3.8 in.
+    assert phone.figure.get_size_inches()[0] == 3.95
+    np.testing.assert_allclose(read_back(phone.figure, "Z"), outputs.round(2))
