@@ -88,8 +88,11 @@ from selfattn_lib.plotting.ch09_encoder import (
     normalization_axes,
 )
 from selfattn_lib.plotting.ch10_decoder import (
+    cross_attention_answers,
+    cross_attention_heads,
     cross_attention_maps,
     decoder_layer_diagram,
+    decoder_masks,
     loss_curve,
     transformer_diagram,
     visible_characters,
@@ -185,6 +188,9 @@ __all__ = [
     "encoder_layer_diagram",
     "normalization_axes",
     "cross_attention_maps",
+    "cross_attention_heads",
+    "cross_attention_answers",
+    "decoder_masks",
     "loss_curve",
     "decoder_layer_diagram",
     "transformer_diagram",
