@@ -96,8 +96,11 @@ from selfattn_lib.plotting.ch09_encoder import (
     normalization_axes,
 )
 from selfattn_lib.plotting.ch10_decoder import (
+    cross_attention_answers,
+    cross_attention_heads,
     cross_attention_maps,
     decoder_layer_diagram,
+    decoder_masks,
     loss_curve,
     transformer_diagram,
     visible_characters,
@@ -201,6 +204,9 @@ __all__ = [
     "normalization_axes",
     "gradients_and_stream",
     "cross_attention_maps",
+    "cross_attention_heads",
+    "cross_attention_answers",
+    "decoder_masks",
     "loss_curve",
     "decoder_layer_diagram",
     "transformer_diagram",

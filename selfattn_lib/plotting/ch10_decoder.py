@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+import textwrap
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -13,8 +16,29 @@ from selfattn_lib.plotting.base import (
     COLUMN_WIDTH,
     OKABE_ITO,
     SEQUENTIAL_CMAP,
+    column_width,
+    current_layout,
+    for_the_page,
+    heatmap,
+    new_axes,
+    shared_colorbar,
+    small_multiples,
 )
 from selfattn_lib.plotting.diagrams import Diagram
+
+
+def _axes_listed(draw: Callable[..., Figure]) -> Callable[..., Figure]:
+    """Pass a figure function's ``axes`` on as a list: :func:`for_the_page` asks whether
+    ``axes`` were given by their truth value, which a NumPy array of axes (what
+    ``Figure.subplots`` returns) does not have."""
+
+    @functools.wraps(draw)
+    def call(*args: Any, **kwargs: Any) -> Figure:
+        if kwargs.get("axes") is not None:
+            kwargs["axes"] = list(kwargs["axes"])
+        return draw(*args, **kwargs)
+
+    return call
 
 
 def visible_characters(tokens: Sequence[str]) -> list[str]:
@@ -34,17 +58,80 @@ def visible_characters(tokens: Sequence[str]) -> list[str]:
     return [shown.get(token, str(token)) for token in tokens]
 
 
+def _fitted(title: str, fontsize: float = 12.0) -> str:
+    """``title`` as drawn: on a phone, wrapped at spaces into lines that fit its column
+    (``fontsize``-point characters are about 0.55 of the size wide); on a laptop, as is."""
+    if current_layout() != "phone":
+        return title
+    per_line = int((column_width() - 0.2) / (0.55 * fontsize / 72))
+    return "\n".join(textwrap.fill(line, per_line) for line in title.split("\n"))
+
+
+@for_the_page
+def decoder_masks(
+    self_mask: np.ndarray,
+    cross_mask: np.ndarray,
+    read_tokens: Sequence[str],
+    source_tokens: Sequence[str],
+) -> Figure:
+    """Draw the decoder's two masks, 1 (yellow) where a query may attend and 0 (dark) where
+    it may not: masked self-attention over the tokens the decoder reads (``"self-attention:
+    causal"``) and cross-attention over the source (``"cross"``), side by side and as wide
+    as their keys are many; on a phone, one above the other.
+
+    Shapes
+    ------
+    ``self_mask``: ``(T_tgt, T_tgt)``; ``cross_mask``: ``(T_tgt, T_src)``;
+    ``read_tokens``: ``T_tgt`` labels; ``source_tokens``: ``T_src`` labels.
+
+    Examples
+    --------
+    >>> fig = decoder_masks(np.tril(np.ones((2, 2))), np.ones((2, 3)), ["a", "b"], list("xyz"))
+    >>> [ax.get_title() for ax in fig.axes]
+    ['self-attention: causal', 'cross']
+    """
+    self_mask, cross_mask = np.asarray(self_mask), np.asarray(cross_mask)
+    t_tgt = len(read_tokens)
+    if self_mask.shape != (t_tgt, t_tgt) or cross_mask.shape != (t_tgt, len(source_tokens)):
+        raise ValueError(
+            f"masks of shapes {self_mask.shape} and {cross_mask.shape} do not fit "
+            f"{t_tgt} read tokens and {len(source_tokens)} source tokens"
+        )
+    if current_layout() == "phone":  # one above the other
+        fig = Figure(figsize=(column_width(), 5.6), layout="constrained")
+        axes = fig.subplots(2, 1)
+    else:
+        fig = Figure(figsize=(column_width(), 2.3), layout="constrained")
+        axes = fig.subplots(1, 2, width_ratios=[self_mask.shape[1], cross_mask.shape[1]])
+    panels = [
+        (self_mask, read_tokens, "self-attention: causal"),
+        (cross_mask, source_tokens, "cross"),
+    ]
+    plain = {"annotate": False, "colorbar": False}
+    for ax, (mask, columns, title) in zip(axes, panels, strict=True):
+        heatmap(mask * 1.0, read_tokens, columns, title=title, ax=ax, **plain)
+        ax.set(xlabel="key", ylabel="", aspect="auto")
+    for ax in axes if current_layout() == "phone" else axes[:1]:
+        ax.set_ylabel("query: the decoder reads")
+    fig.suptitle("yellow: may attend · dark: may not", fontsize=9)
+    return fig
+
+
+@_axes_listed
+@for_the_page
 def loss_curve(
     losses: Sequence[float],
     *,
     learning_rates: Sequence[float] | None = None,
     window: int = 50,
+    panel_height: float = 3.4,
     axes: Sequence[Axes] | None = None,
 ) -> Figure:
     """Draw the training loss of every step (light) and its moving average over ``window``
     steps (dark) on a logarithmic axis; with ``learning_rates``, a second panel to its right
     shows the learning rate of every step. Both panels together are as wide as the book's
-    column (:data:`~selfattn_lib.plotting.base.COLUMN_WIDTH`).
+    column (:data:`~selfattn_lib.plotting.base.COLUMN_WIDTH`), ``panel_height`` tall; on a
+    phone the learning rate's panel goes below the loss's.
 
     Shapes
     ------
@@ -66,10 +153,10 @@ def loss_curve(
         raise ValueError(f"window must be a positive integer, got {window!r}")
     window = min(window, values.size)
     n_panels = 1 if learning_rates is None else 2
-    if axes is None:
-        figsize = (COLUMN_WIDTH, 3.4) if n_panels == 2 else (5.5, 3.8)
-        fig = Figure(figsize=figsize, layout="constrained")
-        axes = np.atleast_1d(fig.subplots(1, n_panels))
+    if axes is None and n_panels == 2:
+        _, axes = small_multiples(2, columns=2, panel_height=panel_height)
+    elif axes is None:
+        axes = [new_axes((5.5, 3.8))]
     if len(axes) != n_panels:
         raise ValueError(f"axes must hold {n_panels} axes, got {len(axes)}")
 
@@ -189,6 +276,83 @@ def cross_attention_maps(
     if colorbar:
         figure.colorbar(image, ax=list(axes), label="cross-attention weight", shrink=0.8)
     return figure
+
+
+@for_the_page
+def cross_attention_heads(
+    weights: np.ndarray,
+    source_tokens: Sequence[str],
+    target_tokens: Sequence[str],
+    *,
+    title: str = "",
+) -> Figure:
+    """Draw the cross-attention of each head of a layer and their mean
+    (:func:`cross_attention_maps`), two maps a row (one on a phone), the rows' label on the
+    first column only and the columns' label under the bottom map of each column.
+
+    Shapes
+    ------
+    ``weights``: ``(H, T_tgt, T_src)``; ``source_tokens``: ``T_src`` labels;
+    ``target_tokens``: ``T_tgt`` labels.
+
+    Examples
+    --------
+    >>> fig = cross_attention_heads(np.full((2, 2, 3), 1 / 3), list("abc"), ["x", "<eos>"])
+    >>> [bool(ax.get_xlabel()) for ax in fig.axes[:3]]
+    [False, True, True]
+    """
+    values = np.asarray(weights, dtype=np.float64)
+    if values.ndim != 3:
+        raise ValueError(f"weights must have shape (H, T_tgt, T_src), got {values.shape}")
+    n_maps = values.shape[0] + 1
+    columns = 2 if current_layout() != "phone" else 1
+    fig, axes = small_multiples(n_maps, columns=2, panel_height=2.5)
+    phone = current_layout() == "phone"  # the colour bar under the stacked maps
+    cross_attention_maps(values, source_tokens, target_tokens, colorbar=not phone, axes=axes)
+    if phone:
+        fig.colorbar(axes[0].images[0], ax=axes, location="bottom", label="cross-attention weight")
+    for index, ax in enumerate(axes):
+        if index % columns:  # the row labels once, on the left
+            ax.set_ylabel("")
+        if index + columns < n_maps:  # the column labels once, at the bottom
+            ax.set_xlabel("")
+    fig.suptitle(_fitted(title))
+    return fig
+
+
+@for_the_page
+def cross_attention_answers(
+    sources: Sequence[str],
+    written: Sequence[Sequence[str]],
+    weights: Sequence[np.ndarray],
+) -> Figure:
+    """Draw, for each source text, the cross-attention behind the tokens the model wrote
+    for it (one map each, two a row, one on a phone, on one colour scale), titled
+    ``'source' -> 'answer'`` (the answer is the written tokens before the last,
+    ``<eos>``).
+
+    Shapes
+    ------
+    ``sources``: ``n`` texts; ``written[i]``: the ``T_tgt`` tokens written for
+    ``sources[i]``; ``weights[i]``: ``(T_tgt, T_src)``, ``T_src = len(sources[i])``.
+
+    Examples
+    --------
+    >>> fig = cross_attention_answers(["ab"], [["x", "<eos>"]], [np.full((2, 2), 0.5)])
+    >>> fig.axes[0].get_title()
+    "'ab' -> 'x'"
+    """
+    if not len(sources) == len(written) == len(weights) or not sources:
+        raise ValueError(
+            f"give as many written token lists and weights as sources ({len(sources)}), "
+            f"got {len(written)} and {len(weights)}"
+        )
+    fig, axes = small_multiples(len(sources), columns=2, panel_height=2.0)
+    for ax, text, tokens, matrix in zip(axes, sources, written, weights, strict=True):
+        answer = "".join(tokens[:-1])
+        cross_attention_maps(matrix, [*text], tokens, colorbar=False, axes=[ax])
+        ax.set(title=f"{text!r} -> {answer!r}", xlabel="", ylabel="")
+    return shared_colorbar(axes, "cross-attention weight")
 
 
 def _decoder_blocks(layer: Mapping[str, tuple[int, ...]]) -> list[Block]:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+import textwrap
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -10,9 +13,11 @@ from matplotlib.figure import Figure
 
 from selfattn_lib.online_softmax import running_statistics
 from selfattn_lib.plotting.base import (
-    COLUMN_WIDTH,
     OKABE_ITO,
     SEQUENTIAL_CMAP,
+    column_width,
+    current_layout,
+    for_the_page,
     heatmap,
     new_axes,
     shared_colorbar,
@@ -21,6 +26,43 @@ from selfattn_lib.plotting.base import (
 from selfattn_lib.plotting.diagrams import ROLE_COLOURS, Diagram, Grid, flow
 
 
+def _axes_listed(draw: Callable[..., Figure]) -> Callable[..., Figure]:
+    """Pass a figure function's ``axes`` on as a list: :func:`for_the_page` asks whether
+    ``axes`` were given by their truth value, which a NumPy array of axes (what
+    ``Figure.subplots`` returns) does not have."""
+
+    @functools.wraps(draw)
+    def call(*args: Any, **kwargs: Any) -> Figure:
+        if kwargs.get("axes") is not None:
+            kwargs["axes"] = list(kwargs["axes"])
+        return draw(*args, **kwargs)
+
+    return call
+
+
+def _fitted(title: str, fontsize: float = 12.0, width: float | None = None) -> str:
+    """``title`` as drawn: on a phone, each line wrapped at spaces into as few lines of
+    about equal length as fit ``width`` inches (the phone's column by default;
+    ``fontsize``-point characters are taken as 0.6 of the size wide, a ``$…$`` formula as
+    its characters); on a laptop, as is."""
+    if current_layout() != "phone":
+        return title
+    width = column_width() - 0.2 if width is None else width
+    per_line = int(width / (0.6 * fontsize / 72))
+    lines = []
+    for line in title.split("\n"):
+        fewest = len(textwrap.wrap(line, per_line, break_long_words=False)) or 1
+        # The narrowest wrapping into that many lines: lines of about equal length.
+        narrowest = next(
+            w
+            for w in range(max(1, -(-len(line) // fewest)), per_line + 1)
+            if len(textwrap.wrap(line, w, break_long_words=False)) <= fewest
+        )
+        lines.append(textwrap.fill(line, narrowest, break_long_words=False))
+    return "\n".join(lines)
+
+
+@for_the_page
 def scaling_plot(
     sizes: Sequence[float],
     series: dict[str, Sequence[float]],
@@ -36,6 +78,7 @@ def scaling_plot(
     A cost proportional to ``size**p`` is a straight line of slope ``p`` on log–log axes.
     Each reference line (dashed, grey) has one of ``reference_slopes`` and passes through
     the last point of the first series, so that series' growth can be compared by eye.
+    On a phone the legend goes under the axes, so that it covers no line.
 
     Shapes
     ------
@@ -64,7 +107,9 @@ def scaling_plot(
             )
         curves[name] = y
 
-    ax = new_axes((6.5, 3.6), ax)
+    below = ax is None and current_layout() == "phone"  # the legend under the axes
+    n_entries = len(curves) + min(len(reference_slopes), 4)
+    ax = new_axes((6.5, 3.6 + (0.2 * n_entries + 0.2 if below else 0.0)), ax)
     markers = "osD^v<>p"
     for index, (name, y) in enumerate(curves.items()):
         ax.plot(
@@ -88,8 +133,11 @@ def scaling_plot(
     ax.set_yscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.legend(loc="upper left", fontsize=8)
+    ax.set_title(_fitted(title))
+    if below:
+        ax.figure.legend(loc="outside lower center", fontsize=8)
+    else:
+        ax.legend(loc="upper left", fontsize=8)
     ax.grid(True, which="major", alpha=0.3)
     return ax.figure
 
@@ -119,6 +167,8 @@ def most_rescaled_row(scores: np.ndarray, block_size: int) -> int:
     return int(growth.sum(axis=1).argmax())
 
 
+@_axes_listed
+@for_the_page
 def block_schedule(
     scores: np.ndarray,
     block_size: int,
@@ -138,7 +188,7 @@ def block_schedule(
     step; when the maximum grows it is first rescaled by ``exp(m_old − m_new)`` (a triangle
     marks those steps), and it ends at the softmax denominator (dashed). Without ``row``, the
     query followed is :func:`most_rescaled_row`. Given ``axes``, the three panels are drawn
-    into them in that order (grid, maximum, sum).
+    into them in that order (grid, maximum, sum). On a phone the three panels are stacked.
 
     Shapes
     ------
@@ -175,8 +225,12 @@ def block_schedule(
     step_of_key = np.arange(t_k) // block_size + 1  # (T_k,): 1, 1, …, 2, 2, …
     maxima, sums = running_statistics(values[row], block_size)
 
-    if axes is None:
-        fig = Figure(figsize=(COLUMN_WIDTH, 5.0), layout="constrained")
+    if axes is None and current_layout() == "phone":  # stacked
+        fig = Figure(figsize=(column_width(), 8.6), layout="constrained")
+        panels = fig.subplot_mosaic([["grid"], ["max"], ["sum"]], height_ratios=[1, 1.1, 1.1])
+        axes = [panels["grid"], panels["max"], panels["sum"]]
+    elif axes is None:
+        fig = Figure(figsize=(column_width(), 5.0), layout="constrained")
         panels = fig.subplot_mosaic([["grid", "grid"], ["max", "sum"]], height_ratios=[1, 1.25])
         axes = [panels["grid"], panels["max"], panels["sum"]]
     if len(axes) != 3:
@@ -215,8 +269,10 @@ def block_schedule(
     grid_ax.set_xlabel("key $j$")
     grid_ax.set_ylabel("query $i$")
     grid_ax.set_title(
-        f"step = key block: {n_steps} steps, tile {t_q} × {min(block_size, t_k)} "
-        f"(direct: {t_q} × {t_k})"
+        _fitted(
+            f"step = key block: {n_steps} steps, tile {t_q} × {min(block_size, t_k)} "
+            f"(direct: {t_q} × {t_k})"
+        )
     )
     stride = -(-n_steps // 8)  # at most 8 numbered ticks on the colour bar
     colorbar = grid_ax.figure.colorbar(image, ax=grid_ax, ticks=range(1, n_steps + 1, stride))
@@ -261,6 +317,7 @@ def block_schedule(
     return grid_ax.figure
 
 
+@for_the_page
 def kv_cache_growth(
     tokens: Sequence[str],
     queries: Sequence[np.ndarray],
@@ -310,9 +367,10 @@ def kv_cache_growth(
             )
         notes = ("new query", "cached keys", "softmax", "cached values")
         notes = notes if step == 1 else ("",) * 4  # named once, on the first line
+        query = Grid(f"q{step}", queries[step - 1], role="query", fmt=".1f", note=notes[0])
         items += [
-            f"step {step}:",
-            Grid(f"q{step}", queries[step - 1], role="query", fmt=".1f", note=notes[0]),
+            _line_start(f"step {step}:", query),
+            query,
             "·",
             Grid(f"K{step}", k, rows=rows, role="key", fmt=".1f", note=notes[1]),
             "→",
@@ -323,6 +381,19 @@ def kv_cache_growth(
     return flow(*items, title=title)
 
 
+def _line_start(label: str, grid: Grid) -> str:
+    """``label``, which goes before ``grid`` in a flow; on a phone, led by spaces that
+    fill the line with ``grid``, so that the flow's wrapping starts a line with it (a
+    step of the KV cache wraps onto several lines there, and each should start one)."""
+    if current_layout() != "phone":
+        return label
+    from selfattn_lib.plotting.diagrams import _CHAR, _GAP, _measure
+
+    room = column_width() - _measure(grid).width - 0.05  # what the label may fill
+    characters = int((room - 2 * _GAP) / (_CHAR * 1.25))  # as flow measures a string
+    return label.rjust(max(characters, len(label)))  # next to its grid
+
+
 def _size(n_bytes: int) -> str:
     """A byte count as the reader reads it: 64 MiB, 16 KiB, 512 bytes."""
     for unit, factor in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
@@ -331,6 +402,7 @@ def _size(n_bytes: int) -> str:
     return f"{n_bytes} bytes"
 
 
+@for_the_page
 def fast_and_slow_memory(
     direct_slow: dict[str, int],
     blocked_slow: dict[str, int],
@@ -348,7 +420,7 @@ def fast_and_slow_memory(
     fast memory (a processor's cache, a GPU's on-chip memory). Entries named in ``scores``
     (matrices of scores or weights) are drawn in the scores' colour. Sizes are printed from
     the given byte counts (each text's ``gid`` is ``"<column>/<memory>/<name>"``, so a test
-    reads them back).
+    reads them back). On a phone the blocked column goes under the direct one.
 
     Shapes
     ------
@@ -379,8 +451,10 @@ def fast_and_slow_memory(
     slow_lines = max(len(direct_slow), len(blocked_slow))
     fast_lines = max(len(blocked_fast), 1)
     slow_height, fast_height = 0.45 + line * slow_lines, 0.45 + line * fast_lines
-    height = 0.5 + slow_height + 0.5 + fast_height + 0.1
-    width = COLUMN_WIDTH - 0.2  # a tight bounding box adds 0.1 in on either side
+    section = 0.5 + slow_height + 0.5 + fast_height + 0.1  # a column, from its heading down
+    stacked = current_layout() == "phone"  # the columns one above the other
+    height = section * (len(columns) if stacked else 1)
+    width = column_width() - 0.2  # a tight bounding box adds 0.1 in on either side
     fig = Figure(figsize=(width, height))
     ax = fig.add_axes((0, 0, 1, 1))
     ax.set_xlim(0, width)
@@ -388,14 +462,14 @@ def fast_and_slow_memory(
     ax.axis("off")
     if title:
         ax.text(width / 2, height - 0.05, title, ha="center", va="top", fontsize=10.5)
-    slow_top = height - 0.5
-    fast_top = slow_top - slow_height - 0.5
-    column_width = width / 2 - 0.15
+    box_width = width - 0.2 if stacked else width / 2 - 0.15
     alt_parts = []
     for index, (name, (heading, slow, fast)) in enumerate(columns.items()):
-        left = 0.1 + index * (width / 2)
+        left = 0.1 if stacked else 0.1 + index * (width / 2)
+        slow_top = height - 0.5 - (index * section if stacked else 0.0)
+        fast_top = slow_top - slow_height - 0.5
         ax.text(
-            left + column_width / 2,
+            left + box_width / 2,
             slow_top + 0.12,
             heading,
             ha="center",
@@ -411,7 +485,7 @@ def fast_and_slow_memory(
             ax.add_patch(
                 FancyBboxPatch(
                     (left, top - box_height),
-                    column_width,
+                    box_width,
                     box_height,
                     boxstyle="round,pad=0.02",
                     facecolor=fill,
@@ -436,7 +510,7 @@ def fast_and_slow_memory(
                     left + 0.12, y, entry, va="top", fontsize=8.5, color=colour, fontweight=weight
                 )
                 text = ax.text(
-                    left + column_width - 0.1,
+                    left + box_width - 0.1,
                     y,
                     _size(int(n_bytes)),
                     va="top",
@@ -453,15 +527,15 @@ def fast_and_slow_memory(
         )
         ax.add_patch(
             FancyArrowPatch(
-                (left + column_width / 2, fast_top + 0.03),
-                (left + column_width / 2, slow_top - slow_height - 0.03),
+                (left + box_width / 2, fast_top + 0.03),
+                (left + box_width / 2, slow_top - slow_height - 0.03),
                 arrowstyle="<|-|>",
                 mutation_scale=12,
                 color="#555555",
             )
         )
         ax.text(
-            left + column_width / 2 + 0.1,
+            left + box_width / 2 + 0.1,
             fast_top + 0.25,
             arrow_label,
             va="center",
@@ -479,12 +553,13 @@ def fast_and_slow_memory(
 WORK_LEVELS = {0.0: "not yet", 0.5: "read from\ncache", 1.0: "computed"}
 
 
+@for_the_page
 def decoding_work(work: dict[str, np.ndarray]) -> Figure:
     """Draw, side by side, which positions each decoding step computes (1), reads from a
     cache (0.5) or does not reach yet (0), one panel per way of decoding.
 
     Each panel's title gives the name and the number of positions computed (the count of
-    1s, read off the array as drawn).
+    1s, read off the array as drawn). On a phone the panels are stacked.
 
     Shapes
     ------
@@ -505,7 +580,8 @@ def decoding_work(work: dict[str, np.ndarray]) -> Figure:
                 f"{name!r} must be a (steps, positions) array of {sorted(WORK_LEVELS)}, "
                 f"got shape {array.shape}"
             )
-    fig, axes = small_multiples(len(arrays), columns=2, panel_height=2.6)
+    height = 3.5 if current_layout() == "phone" else 2.6  # a phone's panels are wider
+    fig, axes = small_multiples(len(arrays), columns=2, panel_height=height)
     for ax, (name, array) in zip(axes, arrays.items(), strict=True):
         n_steps, n_positions = array.shape
         heatmap(
@@ -521,6 +597,11 @@ def decoding_work(work: dict[str, np.ndarray]) -> Figure:
             colorbar=False,
             ax=ax,
         )
-    shared_colorbar(axes, "what the step does with the position")
-    axes[0].images[0].colorbar.set_ticks(list(WORK_LEVELS), labels=list(WORK_LEVELS.values()))
+    label = "what the step does with the position"
+    if current_layout() == "phone":  # under the stacked panels, as wide as they are
+        bar = fig.colorbar(axes[0].images[0], ax=axes, location="bottom", label=label, aspect=25)
+    else:
+        shared_colorbar(axes, label)
+        bar = axes[0].images[0].colorbar
+    bar.set_ticks(list(WORK_LEVELS), labels=list(WORK_LEVELS.values()))
     return fig

@@ -147,3 +147,77 @@ def test_ch10_decoder_layer_diagram_reads_the_memory_into_cross_attention():
     assert blocks["dec_cross"] == ("cross_attention", "3 × 4 × 8")
     assert "memory (encoder output) into cross_attention" in diagram.alt
     assert "around cross_attention into add & norm_2" in diagram.alt
+
+
+def test_ch10_loss_curve_stacks_its_panels_on_a_phone():
+    losses, rates = np.linspace(2.0, 0.1, 30), np.linspace(1e-4, 1e-3, 30)
+    laptop = plotting.loss_curve(losses, learning_rates=rates, window=5, panel_height=2.1)
+    assert laptop.get_size_inches().tolist() == [plotting.COLUMN_WIDTH, 2.1]
+    phone = plotting.loss_curve(losses, learning_rates=rates, window=5, layout="phone")
+    assert phone.get_size_inches()[0] <= 3.8
+    loss_ax, rate_ax = phone.axes
+    assert rate_ax.get_position().y1 < loss_ax.get_position().y0  # one above the other
+    assert rate_ax.get_title() == "Learning-rate schedule"
+    assert plotting.loss_curve(losses).get_size_inches().tolist() == [5.5, 3.8]
+
+
+def test_ch10_decoder_masks_draws_both_masks_side_by_side_or_stacked():
+    read, keys = ["<bos>", "a", "b"], list("xyzw")
+    self_mask = np.tril(np.ones((3, 3), dtype=bool))
+    cross_mask = np.broadcast_to(np.array([True, True, True, False]), (3, 4))
+    fig = plotting.decoder_masks(self_mask, cross_mask, read, keys)
+    self_ax, cross_ax = fig.axes
+    assert [self_ax.get_title(), cross_ax.get_title()] == ["self-attention: causal", "cross"]
+    np.testing.assert_array_equal(self_ax.images[0].get_array(), self_mask * 1.0)
+    np.testing.assert_array_equal(cross_ax.images[0].get_array(), cross_mask * 1.0)
+    assert [t.get_text() for t in cross_ax.get_xticklabels()] == keys
+    assert self_ax.get_ylabel() == "query: the decoder reads" and cross_ax.get_ylabel() == ""
+    assert cross_ax.get_xlabel() == "key"
+    assert fig.get_suptitle() == "yellow: may attend · dark: may not"
+    assert fig.get_size_inches()[0] == plotting.COLUMN_WIDTH
+    phone = plotting.decoder_masks(self_mask, cross_mask, read, keys, layout="phone")
+    assert phone.get_size_inches()[0] <= 3.8
+    top, bottom = phone.axes
+    assert bottom.get_position().y1 < top.get_position().y0  # stacked
+    assert bottom.get_ylabel() == "query: the decoder reads"
+    with pytest.raises(ValueError, match="do not fit"):
+        plotting.decoder_masks(self_mask, cross_mask, read, keys[:3])
+
+
+def test_ch10_cross_attention_heads_labels_once_and_stacks_on_a_phone():
+    weights = np.random.default_rng(1).dirichlet(np.ones(4), size=(4, 3))  # (H, T_tgt, T_src)
+    title = "Last decoder layer: 'a long source text here' -> 'a long answer written'"
+    fig = plotting.cross_attention_heads(weights, list("ab c"), ["x", "y", "<eos>"], title=title)
+    panels, colorbar = fig.axes[:5], fig.axes[-1]  # a sixth, hidden, fills the grid
+    assert [ax.get_title() for ax in panels][-1] == "mean of the 4 heads"
+    assert [bool(ax.get_ylabel()) for ax in panels] == [True, False, True, False, True]
+    assert [bool(ax.get_xlabel()) for ax in panels] == [False, False, False, True, True]
+    assert fig.get_suptitle() == title and colorbar.get_ylabel() == "cross-attention weight"
+    phone = plotting.cross_attention_heads(
+        weights, list("ab c"), ["x", "y", "<eos>"], title=title, layout="phone"
+    )
+    *panels, _ = phone.axes
+    assert phone.get_size_inches()[0] <= 3.8
+    assert all(ax.get_ylabel() == "written token (query)" for ax in panels)
+    assert [bool(ax.get_xlabel()) for ax in panels] == [False] * 4 + [True]
+    assert phone.get_suptitle().split() == title.split() and "\n" in phone.get_suptitle()
+    with pytest.raises(ValueError, match=r"\(H, T_tgt, T_src\)"):
+        plotting.cross_attention_heads(weights[0], list("ab c"), ["x", "y", "<eos>"])
+
+
+def test_ch10_cross_attention_answers_titles_each_map_with_its_answer():
+    sources = ["1 May", "3 Jan"]
+    written = [["0", "5", "<eos>"], ["0", "1", "<eos>"]]
+    weights = [np.full((3, 5), 0.2), np.eye(3, 5)]
+    fig = plotting.cross_attention_answers(sources, written, weights)
+    *panels, colorbar = fig.axes
+    assert [ax.get_title() for ax in panels] == ["'1 May' -> '05'", "'3 Jan' -> '01'"]
+    np.testing.assert_array_equal(panels[1].images[0].get_array(), weights[1])
+    assert [t.get_text() for t in panels[0].get_xticklabels()] == ["1", "␣", "M", "a", "y"]
+    assert colorbar.get_ylabel() == "cross-attention weight"
+    phone = plotting.cross_attention_answers(sources, written, weights, layout="phone")
+    assert phone.get_size_inches()[0] <= 3.8
+    top, bottom, _ = phone.axes
+    assert bottom.get_position().y1 < top.get_position().y0  # stacked
+    with pytest.raises(ValueError, match="as many written"):
+        plotting.cross_attention_answers(sources, written[:1], weights)

@@ -238,3 +238,89 @@ def test_ch11_block_schedule_follows_the_most_rescaled_query_by_default():
     assert most_rescaled_row(scores, 1) == 1
     fig = plotting.block_schedule(scores, 1)
     assert fig.axes[1].get_title().startswith("query 1:")
+
+
+def _below(lower, upper):
+    """Whether axes ``lower`` lies wholly under axes ``upper`` in their figure."""
+    return lower.get_position().y1 < upper.get_position().y0
+
+
+def test_ch11_scaling_plot_puts_its_legend_under_the_axes_on_a_phone():
+    sizes, series = [64, 128, 256], {"a long name for a measured series": [1.0, 4.0, 16.0]}
+    title = "Attention's memory grows like $T^2$ where the scores are stored"
+    laptop = plotting.scaling_plot(sizes, series, reference_slopes=(2, 1), title=title)
+    assert laptop.get_size_inches().tolist() == [6.5, 3.6] and laptop.axes[0].get_legend()
+    phone = plotting.scaling_plot(
+        sizes, series, reference_slopes=(2, 1), title=title, ylabel="time (s)", layout="phone"
+    )
+    ax = phone.axes[0]
+    assert phone.get_size_inches()[0] <= 3.8
+    assert ax.get_legend() is None and len(phone.legends) == 1  # under the axes
+    labels = [text.get_text() for text in phone.legends[0].get_texts()]
+    assert labels == ["a long name for a measured series", "slope 2", "slope 1"]
+    assert "\n" in ax.get_title() and ax.get_title().split() == title.split()
+    assert ax.get_ylabel() == "time (s)" and ax.get_xlabel() == "sequence length $T$"
+
+
+def test_ch11_block_schedule_stacks_its_three_panels_on_a_phone():
+    scores = np.random.default_rng(16).normal(size=(16, 16))
+    laptop, phone = (
+        plotting.block_schedule(scores, 4),
+        plotting.block_schedule(scores, 4, layout="phone"),
+    )
+    assert phone.get_size_inches()[0] <= 3.8
+    grid, maximum, total = phone.axes[:3]
+    assert _below(maximum, grid) and _below(total, maximum)
+    assert grid.get_title().split() == laptop.axes[0].get_title().split()
+    assert "\n" in grid.get_title()  # wrapped to the phone's column
+    assert [ax.get_title() for ax in (maximum, total)] == [
+        ax.get_title() for ax in laptop.axes[1:3]
+    ]
+
+
+def test_ch11_decoding_work_stacks_its_panels_with_the_colour_bar_below_on_a_phone():
+    cached = np.tril(np.full((4, 4), 0.5))
+    np.fill_diagonal(cached, 1.0)
+    fig = plotting.decoding_work({"all": np.tril(np.ones((4, 4))), "cache": cached}, layout="phone")
+    top, bottom, bar = fig.axes
+    assert fig.get_size_inches()[0] <= 3.8 and _below(bottom, top) and _below(bar, bottom)
+    assert bar.get_xlabel() == "what the step does with the position"
+    assert [t.get_text() for t in bar.get_xticklabels()] == list(
+        plotting.ch11_at_scale.WORK_LEVELS.values()
+    )
+
+
+def test_ch11_fast_and_slow_memory_stacks_its_columns_on_a_phone():
+    fast = {"tile of scores": 2**14}
+    args = ({"S": 2**26, "Q": 2**20}, {"Q": 2**20}, fast)
+    laptop = plotting.fast_and_slow_memory(*args, scores=["S"], title="T = 4096")
+    phone = plotting.fast_and_slow_memory(*args, scores=["S"], title="T = 4096", layout="phone")
+    assert phone.figure.get_size_inches()[0] <= 3.8 and phone.alt == laptop.alt
+    texts = {t.get_gid(): t for t in phone.figure.axes[0].texts if t.get_gid()}
+    assert texts["direct/slow/S"].get_text() == "64 MiB"
+    direct, blocked = texts["direct/slow/Q"].get_position(), texts["blocked/slow/Q"].get_position()
+    assert direct[0] == blocked[0] and blocked[1] < direct[1]  # one column under the other
+    words = {t.get_text() for t in laptop.figure.axes[0].texts}
+    assert words == {t.get_text() for t in phone.figure.axes[0].texts}
+
+
+def test_ch11_kv_cache_growth_wraps_into_the_phone_s_column():
+    d = plotting.kv_cache_growth(
+        ["<bos>", "7"],
+        [np.ones(2), np.ones(2)],
+        [np.ones((1, 2)), np.ones((2, 2))],
+        [np.zeros((1, 2)), np.zeros((2, 2))],
+        [[1.0], [0.5, 0.5]],
+        layout="phone",
+    )
+    assert d.figure.get_size_inches()[0] <= 3.8 and "K2 (2 × 2)" in d.alt
+    labels = [t for t in d.figure.texts if t.get_text().strip().startswith("step")]
+    assert [t.get_text().strip() for t in labels] == ["step 1:", "step 2:"]
+    # Each step starts a line of its own: step 2 under all of step 1.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Text
+
+    renderer = FigureCanvasAgg(d.figure).get_renderer()
+    values_1 = [t for t in d.figure.findobj(Text) if (t.get_gid() or "").startswith("V1[")]
+    bottom_of_step_1 = min(t.get_window_extent(renderer).y0 for t in values_1)
+    assert labels[1].get_window_extent(renderer).y1 < bottom_of_step_1
