@@ -28,6 +28,7 @@ Examples
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -35,7 +36,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch, Rectangle
 from matplotlib.text import Text
 
-from selfattn_lib.plotting.base import OKABE_ITO, column_width
+from selfattn_lib.plotting.base import OKABE_ITO, column_width, current_layout
 from selfattn_lib.plotting.diagrams import Diagram
 
 #: The fill of a block, by its role: attention sky blue, feed-forward green, the "add &
@@ -264,15 +265,19 @@ def architecture(
     width = column_width() if width is None else width
     slot = width / len(columns)
     box_width = slot - 2 * _LANE - 0.1
-    longest = max(
-        len(_label(block)) for column in columns for block in column.blocks if block is not None
-    )
-    if longest * _LABEL_FONT / 72 * 0.55 > box_width:
+    fits = int(box_width / (_LABEL_FONT / 72 * 0.55))  # characters of a label in a box
+    labels = {block.key: _label(block) for column in columns for block in column.blocks if block}
+    if current_layout() == "phone":  # a label too long for its box takes two lines or more
+        labels = {key: textwrap.fill(label, fits) for key, label in labels.items()}
+    longest = max(len(line) for label in labels.values() for line in label.split("\n"))
+    if longest > fits:
         raise ValueError(
             f"a label of {longest} characters does not fit a box of {box_width:.2f} in"
         )
+    extra_lines = max(label.count("\n") for label in labels.values())
+    row_height, box_height = _ROW + 0.16 * extra_lines, _BOX_HEIGHT + 0.16 * extra_lines
     headings = _HEADING if len(columns) > 1 or columns[0].title else 0.0
-    height = (_TITLE if title else 0.05) + headings + rows * _ROW + 0.1
+    height = (_TITLE if title else 0.05) + headings + rows * row_height + 0.1
     figure = Figure(figsize=(width, height))
     ax = figure.add_axes((0, 0, 1, 1))
     ax.set_xlim(0, width)
@@ -283,13 +288,13 @@ def architecture(
 
     def centre(key: str) -> tuple[float, float]:
         index, row = where[key]
-        return slot * index + slot / 2, 0.05 + _ROW * (row + 0.5)
+        return slot * index + slot / 2, 0.05 + row_height * (row + 0.5)
 
     arrow = {"arrowstyle": "-|>", "color": "black", "linewidth": 1.1, "shrinkA": 0, "shrinkB": 0}
     for index, column in enumerate(columns):
         x = slot * index + slot / 2
         keys = [block.key for block in column.blocks if block is not None]
-        top_of_rows = 0.05 + rows * _ROW
+        top_of_rows = 0.05 + rows * row_height
         ax.text(
             x,
             top_of_rows + 0.08,
@@ -301,8 +306,8 @@ def architecture(
         )
         if column.repeat:
             first, last, count = column.repeat
-            bottom = centre(first)[1] - _ROW / 2 + 0.03
-            top = centre(last)[1] + _ROW / 2 - 0.03
+            bottom = centre(first)[1] - row_height / 2 + 0.03
+            top = centre(last)[1] + row_height / 2 - 0.03
             left = x - box_width / 2 - _LANE + 0.02
             ax.add_patch(
                 Rectangle(
@@ -333,9 +338,9 @@ def architecture(
             if block.role != "input":
                 ax.add_patch(
                     FancyBboxPatch(
-                        (bx - box_width / 2, by - _BOX_HEIGHT / 2),
+                        (bx - box_width / 2, by - box_height / 2),
                         box_width,
-                        _BOX_HEIGHT,
+                        box_height,
                         boxstyle="round,pad=0.0,rounding_size=0.06",
                         facecolor=ROLE_FILLS[block.role],
                         edgecolor="black",
@@ -348,7 +353,7 @@ def architecture(
             ax.text(
                 bx,
                 by + lift,
-                _label(block),
+                labels[block.key],
                 ha="center",
                 va="center",
                 fontsize=_LABEL_FONT,
@@ -359,7 +364,7 @@ def architecture(
             if block.shape:
                 ax.text(
                     bx,
-                    by - 0.12,
+                    by - box_height / 2 + 0.09,
                     block.shape_text,
                     ha="center",
                     va="center",
@@ -372,15 +377,15 @@ def architecture(
             (x0, y0), (x1, y1) = centre(lower), centre(upper)
             ax.annotate(
                 "",
-                xy=(x1, y1 - _BOX_HEIGHT / 2),
-                xytext=(x0, y0 + _BOX_HEIGHT / 2),
+                xy=(x1, y1 - box_height / 2),
+                xytext=(x0, y0 + box_height / 2),
                 arrowprops=arrow,
                 zorder=1,
             )
         sign = 1 if column.side == "right" else -1
         lane = x + sign * (box_width / 2 + _LANE * 0.6)
         for a, b in column.residuals:
-            below = centre(a)[1] - _ROW / 2 + 0.02
+            below = centre(a)[1] - row_height / 2 + 0.02
             target = centre(b)[1]
             ax.plot(
                 [x, lane, lane],
@@ -400,7 +405,7 @@ def architecture(
     for a, b, name in links:
         (xa, ya), (xb, yb) = centre(a), centre(b)
         gap = (xa + xb) / 2
-        start = ya + _BOX_HEIGHT / 2
+        start = ya + box_height / 2
         rise = start + 0.12
         edge = xb - box_width / 2 if xb > xa else xb + box_width / 2
         ax.plot(

@@ -374,6 +374,7 @@ _DECODER_RESIDUALS = (
 )
 
 
+@for_the_page
 def decoder_layer_diagram(
     shapes: Mapping[str, tuple[int, ...]], memory_shape: tuple[int, ...], *, title: str = ""
 ) -> Diagram:
@@ -412,10 +413,15 @@ def decoder_layer_diagram(
     )
     # Narrower than the column: the encoder's side holds one block.
     return architecture(
-        encoder, decoder, links=[("memory", "dec_cross")], title=title, width=COLUMN_WIDTH * 0.78
+        encoder,
+        decoder,
+        links=[("memory", "dec_cross")],
+        title=title,
+        width=column_width() * (0.78 if current_layout() == "laptop" else 1.0),
     )
 
 
+@for_the_page
 def transformer_diagram(shapes: Mapping[str, tuple[int, ...]], *, title: str = "") -> Diagram:
     """The whole encoder–decoder in the style of the paper's Figure 1, drawn with the module
     names of :class:`selfattn_lib.transformer.Transformer` and the shapes that one run of it

@@ -14,7 +14,7 @@ from selfattn_lib.plotting.architecture import (
     record_shapes,
     shapes_of,
 )
-from selfattn_lib.plotting.base import COLUMN_WIDTH
+from selfattn_lib.plotting.base import COLUMN_WIDTH, PHONE_COLUMN_WIDTH, drawn_for
 from selfattn_lib.transformer import Transformer, TransformerConfig
 
 
@@ -96,3 +96,29 @@ def test_the_drawn_blocks_and_the_alt_text_are_the_given_ones():
 def test_bad_input_is_refused_with_a_clear_message(make, message):
     with pytest.raises(ValueError, match=message):
         make()
+
+
+def test_on_a_phone_a_label_too_long_for_its_box_takes_two_lines():
+    """Two columns side by side in a phone's 3.8 in: chapter 10's 'self_attention (causal
+    mask)' is wider than a box there, so it wraps, and every row grows to hold it."""
+    columns = [
+        Column(
+            "Encoder",
+            [
+                Block("x", "x", (1, 4)),
+                Block("a", "self_attention (causal mask)", (1, 4), role="attention"),
+            ],
+        ),
+        Column(
+            "Decoder",
+            [Block("y", "y", (1, 4)), Block("b", "cross_attention", (1, 4), role="attention")],
+        ),
+    ]
+    laptop = architecture(*columns, links=[("a", "b")])
+    with drawn_for("phone"):
+        phone = architecture(*columns, links=[("a", "b")])
+    assert read_blocks(laptop.figure)["a"][0] == "self_attention (causal mask)"
+    assert read_blocks(phone.figure)["a"][0] == "self_attention\n(causal mask)"
+    assert phone.figure.get_size_inches()[0] == PHONE_COLUMN_WIDTH
+    assert phone.figure.get_size_inches()[1] > laptop.figure.get_size_inches()[1]
+    assert phone.alt == laptop.alt, "the alt text keeps the label on one line"
