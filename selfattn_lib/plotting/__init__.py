@@ -56,6 +56,7 @@ from selfattn_lib.plotting.ch04_queries_keys_values import (
     attention_flow,
     one_query_steps,
     projected_attention_weights,
+    query_scale_panels,
 )
 from selfattn_lib.plotting.ch05_scaling import (
     learning_rate_sweep,
@@ -166,6 +167,7 @@ __all__ = [
     "attention_flow",
     "one_query_steps",
     "projected_attention_weights",
+    "query_scale_panels",
     "scaling_effect",
     "one_query_scaling",
     "versus_dimension",

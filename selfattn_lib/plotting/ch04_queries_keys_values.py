@@ -1,6 +1,6 @@
 """Figures of chapter 4, queries, keys and values: the two computed diagrams (the whole flow
-X → Q, K, V → scores → weights → outputs, and the six steps of one query) and the heatmap of
-the weights when the query projection is scaled.
+X → Q, K, V → scores → weights → outputs, and the six steps of one query), the heatmap of
+the weights when the query projection is scaled, and a row of such heatmaps, one per scale.
 
 The diagrams draw the arrays the notebook computed and compute nothing themselves; their
 grids take the course's role colours (queries blue, keys vermillion, values green)."""
@@ -14,7 +14,13 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from selfattn_lib.attention import scaled_dot_product_attention
-from selfattn_lib.plotting.base import for_the_page, heatmap
+from selfattn_lib.plotting.base import (
+    current_layout,
+    for_the_page,
+    heatmap,
+    shared_colorbar,
+    small_multiples,
+)
 from selfattn_lib.plotting.diagrams import Diagram, Grid, flow, grid_array
 
 
@@ -72,6 +78,59 @@ def projected_attention_weights(
         colorbar=colorbar,
         ax=ax,
     )
+
+
+@for_the_page
+def query_scale_panels(
+    x: Sequence[Sequence[float]],
+    w_q: Sequence[Sequence[float]],
+    w_k: Sequence[Sequence[float]],
+    labels: Sequence[str],
+    query_scales: Sequence[float],
+) -> Figure:
+    """Draw :func:`projected_attention_weights` once per query scale ``s``, as small multiples
+    titled ``s = …`` with one shared colour bar from 0 to 1: side by side on a laptop (only
+    the first panel names the queries), stacked on a phone (every panel keeps its axis titles).
+
+    Shapes
+    ------
+    ``x``: ``(T, D)``; ``w_q``, ``w_k``: ``(D, d_k)``; ``labels``: ``T`` strings.
+
+    Examples
+    --------
+    >>> x = [[1.0, 0.0], [0.0, 1.0]]
+    >>> fig = query_scale_panels(x, [[1.0], [0.0]], [[1.0], [0.0]], ["a", "b"], [0.0, 2.0])
+    >>> [ax.get_title() for ax in fig.axes[:2]]
+    ['s = 0.0', 's = 2.0']
+    """
+    if not query_scales:
+        raise ValueError("query_scales is empty: give at least one scale")
+    phone = current_layout() == "phone"
+    figure, panels = small_multiples(
+        len(query_scales), columns=len(query_scales), panel_height=3.0 if phone else 2.6
+    )
+    for panel, query_scale in zip(panels, query_scales, strict=True):
+        projected_attention_weights(
+            x,
+            w_q,
+            w_k,
+            labels,
+            query_scale=query_scale,
+            annotate=False,
+            colorbar=False,
+            ax=panel,
+        )
+        panel.set_title(f"s = {query_scale}")
+    if not phone:  # side by side: one axis title for the row
+        for panel in panels[1:]:
+            panel.set_ylabel("")
+    shared_colorbar(panels, "attention weight")  # 0 to 1 in every panel
+    return figure
+
+
+def _break() -> str:
+    """A title's break between its parts: a space on a laptop, a new line on a phone."""
+    return "\n" if current_layout() == "phone" else " "
 
 
 def _labels(name: str, labels: Sequence[str], count: int) -> list[str]:
@@ -185,7 +244,7 @@ def attention_flow(
             role="output",
             note="outputs: A V",
         ),
-        title=f"Self-attention on one sentence: d_k = {d_k}, d_v = {d_v}",
+        title=f"Self-attention on one sentence:{_break()}d_k = {d_k}, d_v = {d_v}",
     )
 
 
