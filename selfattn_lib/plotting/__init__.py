@@ -63,6 +63,7 @@ from selfattn_lib.plotting.ch05_scaling import (
     one_query_scaling,
     saturation_by_dimension,
     scaling_effect,
+    scaling_effect_rows,
     versus_dimension,
 )
 from selfattn_lib.plotting.ch06_masks import (
@@ -169,6 +170,7 @@ __all__ = [
     "projected_attention_weights",
     "query_scale_panels",
     "scaling_effect",
+    "scaling_effect_rows",
     "one_query_scaling",
     "versus_dimension",
     "learning_rate_sweep",
