@@ -71,6 +71,7 @@ from selfattn_lib.plotting.ch06_masks import (
     mask_and_weights,
     next_word_mask,
     padded_batch,
+    weights_by_mask,
 )
 from selfattn_lib.plotting.ch07_multi_head import (
     HEAD_LAYOUTS,
@@ -178,6 +179,7 @@ __all__ = [
     "mask_and_weights",
     "next_word_mask",
     "padded_batch",
+    "weights_by_mask",
     "head_layout",
     "head_weights",
     "multi_head_flow",

@@ -193,7 +193,9 @@ def test_ch4_query_scale_panels_draw_one_heatmap_per_scale_with_one_colour_bar()
     phone = plotting.query_scale_panels(x, w_q, w_k, tokens, [0.0, 0.5, 2.0], layout="phone")
     assert phone.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
     stacked = phone.axes[:3]
-    assert len({ax.get_position().x0 for ax in stacked}) == 1  # one above the other
+    assert {ax.get_subplotspec().get_gridspec().ncols for ax in stacked} == {
+        1
+    }  # one above the other
     assert [ax.get_ylabel() for ax in stacked] == ["query"] * 3
     with pytest.raises(ValueError, match="query_scales is empty"):
         plotting.query_scale_panels(x, w_q, w_k, tokens, [])
