@@ -57,6 +57,7 @@ from selfattn_lib.plotting.ch04_queries_keys_values import (
     one_query_steps,
     projected_attention_weights,
     query_scale_panels,
+    weights_and_contributions,
 )
 from selfattn_lib.plotting.ch05_scaling import (
     learning_rate_sweep,
@@ -170,6 +171,7 @@ __all__ = [
     "one_query_steps",
     "projected_attention_weights",
     "query_scale_panels",
+    "weights_and_contributions",
     "scaling_effect",
     "scaling_effect_rows",
     "one_query_scaling",

@@ -212,3 +212,28 @@ def test_ch4_attention_flow_breaks_its_title_on_a_phone():
     assert phone.figure.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
     laptop = plotting.attention_flow(*args, **names)
     assert laptop.figure.texts[0].get_text() == ("Self-attention on one sentence: d_k = 2, d_v = 3")
+
+
+def test_ch4_weights_and_contributions_draw_both_bar_pairs_per_key():
+    weights_a = np.array([0.1, 0.45, 0.15, 0.2, 0.1])
+    weights_b = np.array([0.3, 0.05, 0.3, 0.25, 0.1])
+    contributions = np.array([0.2, 0.01, 0.3, 0.4, 0.1])
+    fig = plotting.weights_and_contributions(weights_a, weights_b, contributions)
+    same, small = fig.axes
+    assert same.get_title() == "Two weight rows, exactly the same output"
+    assert small.get_title() == "A large weight on a small value adds little"
+    heights = [patch.get_height() for patch in same.patches]
+    assert heights == weights_a.tolist() + weights_b.tolist()
+    assert [patch.get_height() for patch in small.patches][5:] == contributions.tolist()
+    labels = [text.get_text() for text in small.get_legend().get_texts()]
+    assert labels == ["weight $a_j$", r"contribution $\|a_j \mathbf{v}_j\|$"]
+    assert [t.get_text() for t in same.get_xticklabels()] == [f"key {j}" for j in range(5)]
+    assert {ax.get_ylabel() for ax in fig.axes} == {"weight or contribution"}
+    phone = plotting.weights_and_contributions(weights_a, weights_b, contributions, layout="phone")
+    assert phone.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
+    assert phone.axes[0].get_title() == "Two weight rows, exactly the\nsame output"
+    phone.draw_without_rendering()
+    for ax in phone.axes:  # under the axes: the legend covers no bar
+        assert ax.get_legend().get_window_extent().y1 < ax.get_window_extent().y0
+    with pytest.raises(ValueError, match="one value per key"):
+        plotting.weights_and_contributions(weights_a, weights_b[:4], contributions)
