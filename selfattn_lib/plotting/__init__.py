@@ -60,12 +60,15 @@ from selfattn_lib.plotting.ch04_queries_keys_values import (
     attention_flow,
     one_query_steps,
     projected_attention_weights,
+    query_scale_panels,
+    weights_and_contributions,
 )
 from selfattn_lib.plotting.ch05_scaling import (
     learning_rate_sweep,
     one_query_scaling,
     saturation_by_dimension,
     scaling_effect,
+    scaling_effect_rows,
     versus_dimension,
 )
 from selfattn_lib.plotting.ch06_masks import (
@@ -73,6 +76,7 @@ from selfattn_lib.plotting.ch06_masks import (
     mask_and_weights,
     next_word_mask,
     padded_batch,
+    weights_by_mask,
 )
 from selfattn_lib.plotting.ch07_multi_head import (
     HEAD_LAYOUTS,
@@ -181,7 +185,10 @@ __all__ = [
     "attention_flow",
     "one_query_steps",
     "projected_attention_weights",
+    "query_scale_panels",
+    "weights_and_contributions",
     "scaling_effect",
+    "scaling_effect_rows",
     "one_query_scaling",
     "versus_dimension",
     "learning_rate_sweep",
@@ -189,6 +196,7 @@ __all__ = [
     "mask_and_weights",
     "next_word_mask",
     "padded_batch",
+    "weights_by_mask",
     "head_layout",
     "head_weights",
     "multi_head_flow",

@@ -1,12 +1,15 @@
 """Figures of chapter 4, queries, keys and values: the two computed diagrams (the whole flow
-X → Q, K, V → scores → weights → outputs, and the six steps of one query) and the heatmap of
-the weights when the query projection is scaled.
+X → Q, K, V → scores → weights → outputs, and the six steps of one query), the heatmap of
+the weights when the query projection is scaled, a row of such heatmaps, one per scale, and
+(for the appendix's pitfall "attention weights as explanations") the bars of two weight rows
+that give the same output and of each value's contribution.
 
 The diagrams draw the arrays the notebook computed and compute nothing themselves; their
 grids take the course's role colours (queries blue, keys vermillion, values green)."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 
 import numpy as np
@@ -14,7 +17,14 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from selfattn_lib.attention import scaled_dot_product_attention
-from selfattn_lib.plotting.base import for_the_page, heatmap
+from selfattn_lib.plotting.base import (
+    OKABE_ITO,
+    current_layout,
+    for_the_page,
+    heatmap,
+    shared_colorbar,
+    small_multiples,
+)
 from selfattn_lib.plotting.diagrams import Diagram, Grid, flow, grid_array
 
 
@@ -72,6 +82,118 @@ def projected_attention_weights(
         colorbar=colorbar,
         ax=ax,
     )
+
+
+@for_the_page
+def query_scale_panels(
+    x: Sequence[Sequence[float]],
+    w_q: Sequence[Sequence[float]],
+    w_k: Sequence[Sequence[float]],
+    labels: Sequence[str],
+    query_scales: Sequence[float],
+) -> Figure:
+    """Draw :func:`projected_attention_weights` once per query scale ``s``, as small multiples
+    titled ``s = …`` with one shared colour bar from 0 to 1: side by side on a laptop (only
+    the first panel names the queries), stacked on a phone (every panel keeps its axis titles).
+
+    Shapes
+    ------
+    ``x``: ``(T, D)``; ``w_q``, ``w_k``: ``(D, d_k)``; ``labels``: ``T`` strings.
+
+    Examples
+    --------
+    >>> x = [[1.0, 0.0], [0.0, 1.0]]
+    >>> fig = query_scale_panels(x, [[1.0], [0.0]], [[1.0], [0.0]], ["a", "b"], [0.0, 2.0])
+    >>> [ax.get_title() for ax in fig.axes[:2]]
+    ['s = 0.0', 's = 2.0']
+    """
+    if not query_scales:
+        raise ValueError("query_scales is empty: give at least one scale")
+    phone = current_layout() == "phone"
+    figure, panels = small_multiples(
+        len(query_scales), columns=len(query_scales), panel_height=3.0 if phone else 2.6
+    )
+    for panel, query_scale in zip(panels, query_scales, strict=True):
+        projected_attention_weights(
+            x,
+            w_q,
+            w_k,
+            labels,
+            query_scale=query_scale,
+            annotate=False,
+            colorbar=False,
+            ax=panel,
+        )
+        panel.set_title(f"s = {query_scale}")
+    if not phone:  # side by side: one axis title for the row
+        for panel in panels[1:]:
+            panel.set_ylabel("")
+    shared_colorbar(panels, "attention weight")  # 0 to 1 in every panel
+    return figure
+
+
+@for_the_page
+def weights_and_contributions(
+    weights_a: Sequence[float],
+    weights_b: Sequence[float],
+    contributions: Sequence[float],
+) -> Figure:
+    """Draw two panels of grouped bars, one bar pair per key: two rows of weights ``A`` and
+    ``B`` (that give exactly the same output), then the weights ``a_j`` of ``A`` beside the
+    lengths ``‖a_j v_j‖`` of the weighted values, its contributions. The figure draws the
+    arrays it is given and computes nothing. On a phone the titles wrap and the legends go
+    under the axes, where they cover no bar.
+
+    Shapes
+    ------
+    ``weights_a``, ``weights_b``, ``contributions``: ``(T_k,)``.
+
+    Examples
+    --------
+    >>> fig = weights_and_contributions([0.5, 0.5], [0.7, 0.3], [0.1, 0.4])
+    >>> [ax.get_title() for ax in fig.axes]
+    ['Two weight rows, exactly the same output', 'A large weight on a small value adds little']
+    """
+    rows = {
+        name: np.asarray(values, dtype=np.float64)
+        for name, values in (
+            ("weights_a", weights_a),
+            ("weights_b", weights_b),
+            ("contributions", contributions),
+        )
+    }
+    n_keys = rows["weights_a"].shape
+    if len(n_keys) != 1 or any(row.shape != n_keys for row in rows.values()):
+        raise ValueError(
+            "weights_a, weights_b and contributions must be 1-D with one value per key, got "
+            f"shapes {[row.shape for row in rows.values()]}"
+        )
+    phone = current_layout() == "phone"
+    positions = np.arange(n_keys[0])
+    figure, panels = small_multiples(2, columns=1, panel_height=3.6 if phone else 2.8)
+    for ax, title, bars in [
+        (panels[0], "Two weight rows, exactly the same output",
+         [("weights A", rows["weights_a"], 0), ("weights B", rows["weights_b"], 1)]),
+        (panels[1], "A large weight on a small value adds little",
+         [("weight $a_j$", rows["weights_a"], 0),
+          (r"contribution $\|a_j \mathbf{v}_j\|$", rows["contributions"], 2)]),
+    ]:  # fmt: skip
+        for offset, (label, heights, colour) in zip((-0.2, 0.2), bars, strict=True):
+            ax.bar(positions + offset, heights, width=0.4, color=OKABE_ITO[colour], label=label)
+        ax.set_title(textwrap.fill(title, 32) if phone else title)
+        ax.set_xticks(positions, labels=[f"key {j}" for j in positions])
+        ax.set_xlabel("key")
+        ax.set_ylabel("weight or contribution")
+        if phone:
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncols=2)
+        else:
+            ax.legend()
+    return figure
+
+
+def _break() -> str:
+    """A title's break between its parts: a space on a laptop, a new line on a phone."""
+    return "\n" if current_layout() == "phone" else " "
 
 
 def _labels(name: str, labels: Sequence[str], count: int) -> list[str]:
@@ -185,7 +307,7 @@ def attention_flow(
             role="output",
             note="outputs: A V",
         ),
-        title=f"Self-attention on one sentence: d_k = {d_k}, d_v = {d_v}",
+        title=f"Self-attention on one sentence:{_break()}d_k = {d_k}, d_v = {d_v}",
     )
 
 

@@ -1,7 +1,11 @@
-"""Figures of chapter 5, scaling by √d_k."""
+"""Figures of chapter 5, scaling by √d_k.
+
+Drawn for a phone (:func:`~selfattn_lib.plotting.base.for_the_page`), the panels are stacked,
+the line plots' legends go under their axes and long titles are wrapped."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 
 import numpy as np
@@ -11,8 +15,10 @@ from numpy.typing import ArrayLike
 
 from selfattn_lib.attention import scaled_dot_product_attention
 from selfattn_lib.plotting.base import (
-    COLUMN_WIDTH,
     OKABE_ITO,
+    column_width,
+    current_layout,
+    for_the_page,
     new_axes,
     small_multiples,
 )
@@ -81,7 +87,7 @@ def scaling_effect(
     weights_scaled = scaled_dot_product_attention(query, keys, keys)[1][0]  # (n_keys,)
 
     if axes is None:
-        figure = Figure(figsize=(COLUMN_WIDTH, 3.4), layout="constrained")
+        figure = Figure(figsize=(column_width(), 3.4), layout="constrained")
         hist_ax, bar_ax = figure.subplots(1, 2)
     else:
         hist_ax, bar_ax = axes
@@ -139,6 +145,30 @@ def scaling_effect(
     return figure
 
 
+@for_the_page
+def scaling_effect_rows(dimensions: Sequence[int]) -> Figure:
+    """Draw :func:`scaling_effect` once per key dimension: a row of two panels (the scores'
+    histogram, the weights of one query) for each ``d_k`` on a laptop; on a phone the panels
+    are stacked, each as wide as the column. Each row's random vectors are those of
+    ``scaling_effect(d_k)``, so a row is the figure of the chapter's slider at that ``d_k``.
+
+    Examples
+    --------
+    >>> fig = scaling_effect_rows([4, 64])
+    >>> [ax.get_title().split(":")[0] for ax in fig.axes[::2]]
+    ['d_k = 4', 'd_k = 64']
+    """
+    if len(dimensions) == 0:
+        raise ValueError("dimensions is empty: give at least one d_k")
+    figure, panels = small_multiples(
+        2 * len(dimensions), columns=2, panel_height=2.6 if _phone() else 2.4
+    )
+    for row, d_k in enumerate(dimensions):  # one row per d_k: scores, weights
+        scaling_effect(d_k, axes=panels[2 * row : 2 * row + 2])
+    return figure
+
+
+@for_the_page
 def one_query_scaling(
     tokens: Sequence[str],
     scores: ArrayLike,
@@ -210,10 +240,47 @@ def one_query_scaling(
         Grid(f"q·k/√{d_k}", columns["scaled_scores"], role="scores"),
         "softmax →",
         Grid("a′", columns["scaled_weights"], role="weights", note="scaled"),
-        title=f'The query of "{query}" against every key, d_k = {d_k}',
+        title=f'The query of "{query}" against every key,{_break()}d_k = {d_k}',
     )
 
 
+#: On a phone a line plot is this much taller, for its legend under the axes.
+_PHONE_LEGEND_HEIGHT = 1.0
+
+
+def _phone() -> bool:
+    return current_layout() == "phone"
+
+
+def _break() -> str:
+    """A title's break between its parts: a space on a laptop, a new line on a phone."""
+    return "\n" if _phone() else " "
+
+
+def _line_plot_size(laptop_height: float) -> tuple[float, float]:
+    """A line plot's size: 0.8 of the laptop's column, or a phone's column and taller."""
+    if _phone():
+        return column_width(), laptop_height + _PHONE_LEGEND_HEIGHT
+    return 0.8 * column_width(), laptop_height
+
+
+def _title(axes: Axes, title: str) -> None:
+    """A 10-point title, wrapped to the width of a phone's column when drawn for one."""
+    if _phone():
+        title = textwrap.fill(title, 40)
+    axes.set_title(title, fontsize=10)
+
+
+def _legend(axes: Axes) -> None:
+    """The legend in the axes where it fits best on a laptop; under them on a phone, so
+    that it covers no data in the narrower plot."""
+    if _phone():
+        axes.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2)
+    else:
+        axes.legend(fontsize=8)
+
+
+@for_the_page
 def versus_dimension(
     dimensions: ArrayLike,
     unscaled: ArrayLike,
@@ -256,7 +323,7 @@ def versus_dimension(
             raise ValueError(
                 f"{name} must have one value per dimension, shape {x.shape}, got {values.shape}"
             )
-    axes = new_axes((COLUMN_WIDTH * 0.8, 3.4), ax)
+    axes = new_axes(_line_plot_size(3.4), ax)
     for (values, label), style in zip(guides, ("--", ":", "-."), strict=False):
         axes.plot(x, np.broadcast_to(values, x.shape), color="grey", linestyle=style, label=label)
     line = "-" if connect else ""
@@ -274,11 +341,12 @@ def versus_dimension(
     axes.set_xlabel("$d_k$ (size of queries and keys)")
     axes.set_ylabel(ylabel)
     if title:
-        axes.set_title(title, fontsize=10)
-    axes.legend(fontsize=8)
+        _title(axes, title)
+    _legend(axes)
     return axes.figure
 
 
+@for_the_page
 def saturation_by_dimension(
     dimensions: ArrayLike,
     top_unscaled: ArrayLike,
@@ -306,7 +374,8 @@ def saturation_by_dimension(
     """
     if isinstance(n_keys, bool) or not isinstance(n_keys, (int, np.integer)) or n_keys < 2:
         raise ValueError(f"n_keys must be an integer >= 2, got {n_keys!r}")
-    figure, (left, right) = small_multiples(2, columns=2, panel_height=3.2)
+    height = 3.2 + (_PHONE_LEGEND_HEIGHT if _phone() else 0.0)  # stacked on a phone
+    figure, (left, right) = small_multiples(2, columns=2, panel_height=height)
     versus_dimension(
         dimensions,
         top_unscaled,
@@ -328,6 +397,7 @@ def saturation_by_dimension(
     return figure
 
 
+@for_the_page
 def learning_rate_sweep(
     learning_rates: ArrayLike,
     unscaled: ArrayLike,
@@ -366,7 +436,7 @@ def learning_rate_sweep(
             raise ValueError(f"{name} losses must be finite and > 0 (log axis)")
     if not threshold > 0:
         raise ValueError(f"threshold must be > 0, got {threshold!r}")
-    axes = new_axes((COLUMN_WIDTH * 0.8, 3.2), ax)
+    axes = new_axes(_line_plot_size(3.2), ax)
     axes.axhline(threshold, color="grey", linestyle="--", label=f"{threshold:g}: failed or slow")
     styles = {"unscaled": ("o-", OKABE_ITO[1]), "scaled": ("s-", OKABE_ITO[0])}
     labels = {"unscaled": "unscaled $q \\cdot k$", "scaled": "scaled $q \\cdot k / \\sqrt{d_k}$"}
@@ -377,5 +447,5 @@ def learning_rate_sweep(
     axes.set_yscale("log")
     axes.set_xlabel("learning rate")
     axes.set_ylabel("loss after training (median)")
-    axes.legend(fontsize=8)
+    _legend(axes)
     return axes.figure

@@ -1,9 +1,10 @@
 """Figures of chapter 6, masks: the two computed diagrams (the causal mask of a sentence
-during training, padding in a batch) and the masks with the weights they produce."""
+during training, padding in a batch), the masks with the weights they produce, and the
+weights of one sequence under each kind of mask."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -12,15 +13,19 @@ from matplotlib.figure import Figure
 from selfattn_lib.attention import scaled_dot_product_attention
 from selfattn_lib.masks import causal_mask, combine_masks, padding_mask
 from selfattn_lib.plotting.base import (
-    COLUMN_WIDTH,
+    column_width,
+    current_layout,
+    for_the_page,
     heatmap,
     shared_colorbar,
+    small_multiples,
 )
 from selfattn_lib.plotting.diagrams import Diagram, Grid, flow
 
 MASK_KINDS: tuple[str, ...] = ("none", "padding", "causal", "both")
 
 
+@for_the_page
 def next_word_mask(tokens: Sequence[str], mask: np.ndarray, targets: Sequence[str]) -> Diagram:
     """Computed diagram: a causal mask over a sentence during training, each row (position)
     with the word it is trained to predict.
@@ -64,6 +69,7 @@ def next_word_mask(tokens: Sequence[str], mask: np.ndarray, targets: Sequence[st
     )
 
 
+@for_the_page
 def padded_batch(
     batch_tokens: Sequence[Sequence[str]],
     key_mask: np.ndarray,
@@ -74,6 +80,9 @@ def padded_batch(
     and the masked attention weights of one sequence (zeros in its padding columns).
 
     The diagram draws the arrays it is given and computes nothing.
+
+    Drawn for a phone, the batch is drawn transposed (``batchᵀ``, a column per sequence),
+    as a row of ``T`` tokens is wider than a phone's column.
 
     Shapes
     ------
@@ -108,8 +117,18 @@ def padded_batch(
         raise ValueError(f"sequence must be a sequence index in [0, {n_seq}), got {sequence}")
     names = [f"sentence {b + 1}" for b in range(n_seq)]
     row = list(tokens[sequence])
+    if current_layout() == "phone":  # a row of T tokens is wider than a phone's column
+        batch = Grid(
+            "batchᵀ",
+            tokens.T,
+            rows=[str(j) for j in range(t)],
+            cols=names,
+            note="the batch transposed, padded to one length",
+        )
+    else:
+        batch = Grid("batch", tokens, rows=names, note="padded to one length")
     return flow(
-        Grid("batch", tokens, rows=names, note="padded to one length"),
+        batch,
         Grid(
             "padding mask",
             key_mask,
@@ -187,7 +206,7 @@ def mask_and_weights(
     _, weights = scaled_dot_product_attention(values, identity, identity, mask=mask, scale=1.0)
 
     if axes is None:
-        fig = Figure(figsize=(COLUMN_WIDTH, n_seq * (0.3 * t + 1.6)), layout="constrained")
+        fig = Figure(figsize=(column_width(), n_seq * (0.3 * t + 1.6)), layout="constrained")
         axes = fig.subplots(n_seq, 2).ravel()
     if len(axes) != 2 * n_seq:
         raise ValueError(f"axes must hold 2 * B = {2 * n_seq} axes, got {len(axes)}")
@@ -218,3 +237,47 @@ def mask_and_weights(
     if colorbar:
         shared_colorbar(axes, "weight (mask: 1 = may attend)")
     return axes[0].figure
+
+
+@for_the_page
+def weights_by_mask(weights: Mapping[str, np.ndarray], tokens: Sequence[str]) -> Figure:
+    """Draw the attention weights of one sequence under each kind of mask: a heatmap per
+    entry of ``weights`` (its key, e.g. ``"causal"``, titles it ``mask: causal``), coloured
+    from 0 to 1, unannotated, with one shared colour bar. Side by side on a laptop (only the
+    first panel names the queries); stacked on a phone, every panel with its query labels.
+    The figure draws the weights it is given and computes nothing.
+
+    Shapes
+    ------
+    ``weights``: each value ``(T, T)``; ``tokens``: ``T`` labels.
+
+    Examples
+    --------
+    >>> fig = weights_by_mask({"causal": np.tril(np.ones((2, 2))) / [[1], [2]]}, ["a", "b"])
+    >>> fig.axes[0].get_title()
+    'mask: causal'
+    """
+    if not weights:
+        raise ValueError("weights is empty: give the weights of at least one mask")
+    phone = current_layout() == "phone"
+    fig, panels = small_multiples(
+        len(weights), columns=len(weights), panel_height=3.2 if phone else 2.9
+    )
+    for ax, (kind, kind_weights) in zip(panels, weights.items(), strict=True):
+        heatmap(
+            kind_weights,
+            tokens,
+            tokens,
+            title=f"mask: {kind}",
+            annotate=False,
+            vmin=0.0,
+            vmax=1.0,
+            colorbar=False,
+            ax=ax,
+        )
+    if not phone:
+        for ax in panels[1:]:  # side by side: the same queries as the first panel
+            ax.set_ylabel("")
+            ax.tick_params(labelleft=False)
+    shared_colorbar(panels, "attention weight")
+    return fig

@@ -173,3 +173,67 @@ def test_ch4_diagrams_refuse_arrays_of_the_wrong_shape():
             tokens, "it", q[4], k, v, weights[0], weights[0], weights, weights[0] @ v,
             weights[0] @ v, **CH4_NAMES,
         )  # fmt: skip
+
+
+def test_ch4_query_scale_panels_draw_one_heatmap_per_scale_with_one_colour_bar():
+    from selfattn_lib.attention import scaled_dot_product_attention
+
+    tokens, x, w_q, w_k, _ = ch4_running_head()
+    fig = plotting.query_scale_panels(x, w_q, w_k, tokens, [0.0, 0.5, 2.0])
+    panels, bar = fig.axes[:3], fig.axes[3]
+    assert len(fig.axes) == 4 and bar.get_ylabel() == "attention weight"
+    assert [ax.get_title() for ax in panels] == ["s = 0.0", "s = 0.5", "s = 2.0"]
+    assert [ax.get_ylabel() for ax in panels] == ["query", "", ""]  # one axis title a row
+    assert {ax.get_xlabel() for ax in panels} == {"key"}
+    for ax, scale in zip(panels, [0.0, 0.5, 2.0], strict=True):
+        _, expected = scaled_dot_product_attention(x @ (scale * w_q), x @ w_k, x @ w_k)
+        np.testing.assert_allclose(ax.images[0].get_array(), expected, rtol=1e-12)
+        assert ax.images[0].get_clim() == (0.0, 1.0) and not ax.texts
+        assert [t.get_text() for t in ax.get_xticklabels()] == tokens
+    phone = plotting.query_scale_panels(x, w_q, w_k, tokens, [0.0, 0.5, 2.0], layout="phone")
+    assert phone.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
+    stacked = phone.axes[:3]
+    assert {ax.get_subplotspec().get_gridspec().ncols for ax in stacked} == {
+        1
+    }  # one above the other
+    assert [ax.get_ylabel() for ax in stacked] == ["query"] * 3
+    with pytest.raises(ValueError, match="query_scales is empty"):
+        plotting.query_scale_panels(x, w_q, w_k, tokens, [])
+
+
+def test_ch4_attention_flow_breaks_its_title_on_a_phone():
+    tokens, x, w_q, w_k, w_v = ch4_running_head()
+    q, k, v = x @ w_q, x @ w_k, x @ w_v
+    weights = np.full((7, 7), 1 / 7)
+    args = (tokens, x, q, k, v, weights, weights, weights @ v)
+    names = {"features": "abcdefgh", **CH4_NAMES}
+    phone = plotting.attention_flow(*args, **names, layout="phone")
+    assert phone.figure.texts[0].get_text() == ("Self-attention on one sentence:\nd_k = 2, d_v = 3")
+    assert phone.figure.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
+    laptop = plotting.attention_flow(*args, **names)
+    assert laptop.figure.texts[0].get_text() == ("Self-attention on one sentence: d_k = 2, d_v = 3")
+
+
+def test_ch4_weights_and_contributions_draw_both_bar_pairs_per_key():
+    weights_a = np.array([0.1, 0.45, 0.15, 0.2, 0.1])
+    weights_b = np.array([0.3, 0.05, 0.3, 0.25, 0.1])
+    contributions = np.array([0.2, 0.01, 0.3, 0.4, 0.1])
+    fig = plotting.weights_and_contributions(weights_a, weights_b, contributions)
+    same, small = fig.axes
+    assert same.get_title() == "Two weight rows, exactly the same output"
+    assert small.get_title() == "A large weight on a small value adds little"
+    heights = [patch.get_height() for patch in same.patches]
+    assert heights == weights_a.tolist() + weights_b.tolist()
+    assert [patch.get_height() for patch in small.patches][5:] == contributions.tolist()
+    labels = [text.get_text() for text in small.get_legend().get_texts()]
+    assert labels == ["weight $a_j$", r"contribution $\|a_j \mathbf{v}_j\|$"]
+    assert [t.get_text() for t in same.get_xticklabels()] == [f"key {j}" for j in range(5)]
+    assert {ax.get_ylabel() for ax in fig.axes} == {"weight or contribution"}
+    phone = plotting.weights_and_contributions(weights_a, weights_b, contributions, layout="phone")
+    assert phone.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
+    assert phone.axes[0].get_title() == "Two weight rows, exactly the\nsame output"
+    phone.draw_without_rendering()
+    for ax in phone.axes:  # under the axes: the legend covers no bar
+        assert ax.get_legend().get_window_extent().y1 < ax.get_window_extent().y0
+    with pytest.raises(ValueError, match="one value per key"):
+        plotting.weights_and_contributions(weights_a, weights_b[:4], contributions)

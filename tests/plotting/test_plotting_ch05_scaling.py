@@ -194,3 +194,55 @@ def test_ch5_saturation_by_dimension_draws_both_statistics_with_their_levels():
     assert fig.get_size_inches()[0] <= plotting.COLUMN_WIDTH
     with pytest.raises(ValueError, match="n_keys must be an integer >= 2"):
         plotting.saturation_by_dimension([1], [1.0], [1.0], [0.0], [0.0], n_keys=1)
+
+
+def test_ch5_scaling_effect_rows_draw_one_row_per_d_k_and_stack_on_a_phone():
+    fig = plotting.scaling_effect_rows((4, 64))
+    assert len(fig.axes) == 4 and fig.get_size_inches().tolist() == [7.2, 4.8]
+    assert [ax.get_title().split(":")[0] for ax in fig.axes[::2]] == ["d_k = 4", "d_k = 64"]
+    assert {ax.get_title() for ax in fig.axes[1::2]} == {"weights of one query over 8 keys"}
+    assert {ax.get_xlabel() for ax in fig.axes[::2]} == {"score"}
+    assert {ax.get_ylabel() for ax in fig.axes[1::2]} == {"softmax weight"}
+    alone = plotting.scaling_effect(64)  # a row is the slider's figure at that d_k
+    heights = [patch.get_height() for patch in fig.axes[3].patches]
+    assert heights == [patch.get_height() for patch in alone.axes[1].patches]
+    phone = plotting.scaling_effect_rows((4, 64), layout="phone")
+    assert phone.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
+    assert {ax.get_subplotspec().get_gridspec().ncols for ax in phone.axes} == {1}  # stacked
+    with pytest.raises(ValueError, match="dimensions is empty"):
+        plotting.scaling_effect_rows(())
+
+
+def test_ch5_line_plots_put_their_legend_under_the_axes_on_a_phone():
+    dims, ones = [1, 4, 16], [1.0, 1.0, 1.0]
+    title = "Unscaled dot products: variance $d_k$; scaled: variance 1"
+    laptop = plotting.versus_dimension(dims, ones, ones, ylabel="y", title=title)
+    phone = plotting.versus_dimension(dims, ones, ones, ylabel="y", title=title, layout="phone")
+    assert laptop.axes[0].get_title() == title
+    assert phone.axes[0].get_title() == (
+        "Unscaled dot products: variance $d_k$;\nscaled: variance 1"
+    )
+    assert phone.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
+    for fig in (
+        phone,
+        plotting.learning_rate_sweep(dims, ones, ones, threshold=0.3, layout="phone"),
+        plotting.saturation_by_dimension(dims, ones, ones, ones, ones, n_keys=8, layout="phone"),
+    ):
+        assert fig.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
+        fig.draw_without_rendering()
+        for ax in fig.axes:
+            legend = ax.get_legend().get_window_extent()
+            assert legend.y1 < ax.get_window_extent().y0  # under the axes: it covers no data
+    saturation = plotting.saturation_by_dimension(
+        dims, ones, ones, ones, ones, n_keys=8, layout="phone"
+    )
+    assert {ax.get_subplotspec().get_gridspec().ncols for ax in saturation.axes} == {1}  # stacked
+
+
+def test_ch5_one_query_scaling_breaks_its_title_on_a_phone():
+    args = (["a", "b"], [4.0, 0.0], [2.0, 0.0], [0.98, 0.02], [0.88, 0.12])
+    laptop = plotting.one_query_scaling(*args, d_k=4, query="a")
+    phone = plotting.one_query_scaling(*args, d_k=4, query="a", layout="phone")
+    assert laptop.figure.texts[0].get_text() == 'The query of "a" against every key, d_k = 4'
+    assert phone.figure.texts[0].get_text() == 'The query of "a" against every key,\nd_k = 4'
+    assert phone.figure.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH

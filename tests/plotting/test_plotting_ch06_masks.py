@@ -164,3 +164,49 @@ def test_ch6_diagrams_refuse_arrays_that_do_not_fit():
         plotting.padded_batch(batch, key_mask, np.zeros((2, 2, 2)), sequence=2)
     with pytest.raises(ValueError, match="all of one length"):
         plotting.padded_batch([["a", "b"], ["c"]], key_mask, np.zeros((2, 2, 2)), sequence=0)
+
+
+def test_ch6_padded_batch_draws_its_batch_transposed_on_a_phone():
+    from selfattn_lib import attention, masks
+    from selfattn_lib.plotting.diagrams import read_back
+
+    tokens, lengths, x = ch6_batch()
+    key_mask = masks.padding_mask(lengths, 7)[:, 0]  # (B, T)
+    _, weights = attention.scaled_dot_product_attention(x, x, x, mask=key_mask[:, None])
+    phone = plotting.padded_batch(tokens, key_mask, weights, sequence=1, layout="phone")
+    assert phone.figure.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
+    assert read_back(phone.figure, "batchᵀ").T.tolist() == tokens  # a column per sentence
+    np.testing.assert_array_equal(read_back(phone.figure, "padding mask"), key_mask)
+    laptop = plotting.padded_batch(tokens, key_mask, weights, sequence=1)
+    np.testing.assert_array_equal(
+        read_back(phone.figure, "weights of sentence 2"),
+        read_back(laptop.figure, "weights of sentence 2"),
+    )
+
+
+def test_ch6_weights_by_mask_draws_one_heatmap_per_mask_with_one_colour_bar():
+    from selfattn_lib import attention, masks
+
+    tokens, lengths, x = ch6_batch()
+    kinds = {
+        "padding": masks.padding_mask(lengths, 7)[1],
+        "causal": masks.causal_mask(7),
+    }
+    drawn = {
+        kind: attention.scaled_dot_product_attention(x[1], x[1], x[1], mask=mask)[1]
+        for kind, mask in kinds.items()
+    }
+    fig = plotting.weights_by_mask(drawn, tokens[1])
+    (padding, causal), bar = fig.axes[:2], fig.axes[2]
+    assert len(fig.axes) == 3 and bar.get_ylabel() == "attention weight"
+    assert [padding.get_title(), causal.get_title()] == ["mask: padding", "mask: causal"]
+    np.testing.assert_array_equal(causal.images[0].get_array(), drawn["causal"])
+    assert causal.images[0].get_clim() == (0.0, 1.0) and not causal.texts
+    assert (padding.get_ylabel(), causal.get_ylabel()) == ("query", "")  # one per row
+    assert [t.get_text() for t in padding.get_xticklabels()] == tokens[1]
+    phone = plotting.weights_by_mask(drawn, tokens[1], layout="phone")
+    assert phone.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
+    assert {ax.get_subplotspec().get_gridspec().ncols for ax in phone.axes[:2]} == {1}  # stacked
+    assert [ax.get_ylabel() for ax in phone.axes[:2]] == ["query", "query"]
+    with pytest.raises(ValueError, match="weights is empty"):
+        plotting.weights_by_mask({}, tokens[1])
