@@ -124,6 +124,8 @@ from selfattn_lib.plotting.ch12_language_model import (
     next_character_bars,
     next_token_flow,
     sampling_flow,
+    sampling_settings,
+    training_bits,
 )
 from selfattn_lib.plotting.ch13_modern_attention import (
     bits_by_position,
@@ -231,6 +233,8 @@ __all__ = [
     "next_character_bars",
     "next_token_flow",
     "sampling_flow",
+    "sampling_settings",
+    "training_bits",
     "bits_by_position",
     "decode_bytes",
     "kv_head_groups",

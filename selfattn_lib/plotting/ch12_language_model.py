@@ -8,11 +8,20 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from selfattn_lib.plotting.architecture import INPUT, Block, Column, architecture, shapes_of
-from selfattn_lib.plotting.base import COLUMN_WIDTH, OKABE_ITO, new_axes
-from selfattn_lib.plotting.ch10_decoder import visible_characters
+from selfattn_lib.plotting.base import (
+    COLUMN_WIDTH,
+    OKABE_ITO,
+    column_width,
+    current_layout,
+    for_the_page,
+    new_axes,
+    small_multiples,
+)
+from selfattn_lib.plotting.ch10_decoder import loss_curve, visible_characters
 from selfattn_lib.plotting.diagrams import Diagram, Grid, flow
 
 
+@for_the_page
 def gpt_diagram(shapes: Mapping[str, tuple[int, ...]], *, title: str = "") -> Diagram:
     """The whole GPT drawn from the input tokens (bottom) to the next-token probabilities
     (top), with the module names of :class:`selfattn_lib.language_model.GPT` and the shapes
@@ -60,9 +69,11 @@ def gpt_diagram(shapes: Mapping[str, tuple[int, ...]], *, title: str = "") -> Di
         residuals=[("norm_1", "add_1"), ("norm_2", "add_2")],
         repeat=("norm_1", "add_2", n_layers),
     )  # fmt: skip
-    return architecture(column, title=title, width=COLUMN_WIDTH * 0.62)
+    # On a phone, the phone's column: a laptop's 62 % would be shrunk on the page.
+    return architecture(column, title=title, width=min(COLUMN_WIDTH * 0.62, column_width()))
 
 
+@for_the_page
 def next_token_flow(
     inputs: Sequence[str], targets: Sequence[str], target_probabilities: Sequence[float]
 ) -> Diagram:
@@ -108,6 +119,7 @@ def next_token_flow(
     )  # fmt: skip
 
 
+@for_the_page
 def sampling_flow(
     candidates: Sequence[str],
     logits: Sequence[float],
@@ -146,8 +158,75 @@ def sampling_flow(
         Grid("p", arrays[1], cols=labels, role="weights"),
         f"top-p {top_p:g} →",
         Grid("kept", arrays[2], cols=labels, role="weights", note="renormalised"),
-        title=f"one sampling step (temperature {temperature:g}, top-p {top_p:g})",
+        # On a phone, the title breaks before its parenthesis, not inside it.
+        title=f"one sampling step{' ' if current_layout() == 'laptop' else chr(10)}"
+        f"(temperature {temperature:g}, top-p {top_p:g})",
     )
+
+
+@for_the_page
+def training_bits(
+    bits: Sequence[float],
+    learning_rates: Sequence[float],
+    *,
+    baseline: float,
+    window: int = 20,
+) -> Figure:
+    """A GPT's training: the loss of every step in bits per character (light), its mean over
+    ``window`` steps (dark) and the dotted line of the bigram ``baseline``; beside it (on a
+    phone, below it), the learning rate of every step.
+
+    Shapes
+    ------
+    ``bits``, ``learning_rates``: ``(n_steps,)``.
+
+    Examples
+    --------
+    >>> fig = training_bits([4.0, 3.0, 2.0], [0.1, 0.2, 0.1], baseline=3.5, window=2)
+    >>> fig.axes[0].get_ylabel(), list(fig.axes[0].lines[-1].get_ydata())
+    ('bits per character', [3.5, 3.5])
+    """
+    fig, axes = small_multiples(2, columns=2, panel_height=1.9)
+    loss_curve(bits, learning_rates=learning_rates, window=window, axes=axes)
+    axes[0].set(yscale="linear", ylabel="bits per character")
+    axes[0].axhline(baseline, color="black", linestyle=":", label="bigram")
+    axes[0].legend(fontsize=8)
+    return fig
+
+
+@for_the_page
+def sampling_settings(
+    candidates: Sequence[str],
+    probabilities: Sequence[Sequence[float]],
+    kept: Sequence[Sequence[float]],
+    titles: Sequence[str],
+) -> Figure:
+    """The same next-character distribution under several sampling settings, a panel each
+    (:func:`next_character_bars`, titled by ``titles``): the probabilities after the
+    temperature and what top-p keeps. The legend is drawn in the first panel only.
+
+    Shapes
+    ------
+    ``candidates``: ``(k,)``; ``probabilities``, ``kept``: ``(n_settings, k)``; ``titles``:
+    ``(n_settings,)``.
+
+    Examples
+    --------
+    >>> fig = sampling_settings("ab", [[0.7, 0.3], [0.5, 0.5]], [[1, 0], [0.5, 0.5]], ["x", "y"])
+    >>> [ax.get_title() for ax in fig.axes], fig.axes[1].get_legend() is None
+    (['x', 'y'], True)
+    """
+    if not len(probabilities) == len(kept) == len(titles) or not titles:
+        raise ValueError("probabilities, kept and titles need one entry per setting")
+    columns = 2 if current_layout() == "laptop" else 1  # on a phone, one panel a row
+    fig, axes = small_multiples(len(titles), columns=columns, panel_height=1.6, width=5.4)
+    for ax, shown, top_p, title in zip(axes, probabilities, kept, titles, strict=True):
+        next_character_bars(candidates, shown, top_p, ax=ax, title=title)
+    for ax in axes[1:]:
+        ax.get_legend().remove()
+    for ax in axes[: len(axes) - columns]:  # the x label under the last row only
+        ax.set_xlabel("")
+    return fig
 
 
 def next_character_bars(
@@ -185,6 +264,7 @@ def next_character_bars(
     return ax.figure  # fmt: skip
 
 
+@for_the_page
 def merges_and_length(n_merges: Sequence[int], lengths: Sequence[int], characters: int) -> Figure:
     """How byte-pair merges shorten a text: its length in tokens against the number of merges
     learned, as a share of its length in characters.
@@ -205,8 +285,9 @@ def merges_and_length(n_merges: Sequence[int], lengths: Sequence[int], character
         raise ValueError("n_merges and lengths must be 1-D and of the same length")
     ax = new_axes((COLUMN_WIDTH * 0.7, 2.8))
     ax.plot(merges, sizes / characters, marker="o", color=OKABE_ITO[0])
+    breaking = " " if current_layout() == "laptop" else "\n"  # a phone's label: 2 lines
     ax.set(
-        xlabel="merges learned (vocabulary = characters + merges)",
+        xlabel=f"merges learned{breaking}(vocabulary = characters + merges)",
         ylabel="tokens per character",
         ylim=(0, 1.05),
     )
@@ -214,13 +295,15 @@ def merges_and_length(n_merges: Sequence[int], lengths: Sequence[int], character
     return ax.figure
 
 
+@for_the_page
 def decoding_cost(
     lengths: Sequence[int],
     seconds: Mapping[str, Sequence[float]],
     flops: Mapping[str, Sequence[int]],
 ) -> Figure:
     """Generating with and without a KV cache: the FLOPs counted for each new token (left)
-    and the time it took on this machine (right), against the length of the text so far.
+    and the time it took on this machine (right; on a phone, below), against the length of
+    the text so far.
 
     Shapes
     ------
@@ -235,8 +318,11 @@ def decoding_cost(
     """
     if set(seconds) != set(flops):
         raise ValueError("seconds and flops must have the same keys")
-    fig = Figure(figsize=(COLUMN_WIDTH, 2.8), layout="constrained")
-    left, right = fig.subplots(1, 2)
+    if current_layout() == "phone":  # one panel above the other
+        fig, (left, right) = small_multiples(2, columns=2, panel_height=2.6)
+    else:
+        fig = Figure(figsize=(COLUMN_WIDTH, 2.8), layout="constrained")
+        left, right = fig.subplots(1, 2)
     colours = dict(zip(flops, (OKABE_ITO[1], OKABE_ITO[0]), strict=False))
     for name in flops:
         left.plot(lengths, np.asarray(flops[name]) / 1e6, color=colours[name], label=name)

@@ -11,6 +11,7 @@ phone scales them down to about 360 pixels.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 
 import numpy as np
@@ -22,7 +23,15 @@ from matplotlib.patches import Patch, Rectangle
 from matplotlib.patheffects import Normal, Stroke
 from matplotlib.ticker import FuncFormatter, MaxNLocator, MultipleLocator
 
-from selfattn_lib.plotting.base import COLUMN_WIDTH, OKABE_ITO, new_axes, text_colour
+from selfattn_lib.plotting.base import (
+    COLUMN_WIDTH,
+    OKABE_ITO,
+    column_width,
+    current_layout,
+    for_the_page,
+    new_axes,
+    text_colour,
+)
 from selfattn_lib.plotting.ch11_at_scale import _size
 from selfattn_lib.plotting.diagrams import Diagram, Grid, flow
 
@@ -56,6 +65,18 @@ def _vector(name: str, values: object, length: int | None = None) -> np.ndarray:
     return array
 
 
+def _legend(ax: Axes, *, columns: int = 1, **options: object) -> None:
+    """The axes' legend, inside the axes on a laptop (``options`` say where); on a phone, under
+    the figure in ``columns`` columns, where it cannot cover a line of the narrower plot."""
+    if current_layout() == "phone":
+        ax.figure.legend(
+            handles=ax.get_legend_handles_labels()[0], loc="outside lower center",
+            ncols=columns, fontsize=9, frameon=False,
+        )  # fmt: skip
+    else:
+        ax.legend(fontsize=9, **options)
+
+
 def _compact(number: float) -> str:
     """A count as it is read on a bar: ``512``, ``66.6 k``, ``2.29 M``, ``1.2 G``."""
     for suffix, factor in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
@@ -64,6 +85,7 @@ def _compact(number: float) -> str:
     return f"{number:.3g}"
 
 
+@for_the_page
 def rotary_step_flow(
     query: np.ndarray,
     rotated_query: np.ndarray,
@@ -147,6 +169,7 @@ def rotary_step_flow(
     )  # fmt: skip
 
 
+@for_the_page
 def kv_head_groups(
     head_maps: Mapping[str, np.ndarray],
     bytes_per_token: Mapping[str, int] | None = None,
@@ -204,6 +227,7 @@ def kv_head_groups(
 
     widest = max(array.size for array in maps.values())
     width = min(COLUMN_WIDTH, 1.3 + 0.5 * widest)
+    width = min(width, column_width())  # on a phone, its column: the boxes closer together
     fig = Figure(figsize=(width, 1.55 * len(maps)), layout="constrained")
     axes = fig.subplots(len(maps), 1, squeeze=False)[:, 0]
     box_width, box_height, query_y, kv_y = 0.8, 0.8, 2.6, 0.0
@@ -257,6 +281,7 @@ def _labelled_box(
     )  # fmt: skip
 
 
+@for_the_page
 def window_masks(masks: Mapping[str, np.ndarray]) -> Figure:
     """Attention masks as grids of query × key positions, one panel per mask (three in one
     row, otherwise two to a row): a bluish-green cell is a key the query may attend, a grey
@@ -289,11 +314,14 @@ def window_masks(masks: Mapping[str, np.ndarray]) -> Figure:
         arrays[name] = array
     n_panels = len(arrays)
     columns = 3 if n_panels == 3 else min(2, n_panels)
+    if current_layout() == "phone":  # one panel a row, as wide as a phone's column
+        columns = 1
     n_rows = -(-n_panels // columns)
     # About 2.4 in a panel: three fill the column; fewer leave the figure narrower, so a
     # phone shrinks it less.
-    width = min(COLUMN_WIDTH, 0.3 + 2.3 * columns)
-    fig = Figure(figsize=(width, 2.75 * n_rows + 0.35), layout="constrained")
+    width = min(column_width(), 0.3 + 2.3 * columns)
+    panel_height = 2.75 if columns > 1 else 2.45
+    fig = Figure(figsize=(width, panel_height * n_rows + 0.35), layout="constrained")
     grid = fig.subplots(n_rows, columns, squeeze=False)
     axes = list(grid.flat)
     for unused in axes[n_panels:]:
@@ -328,12 +356,14 @@ def window_masks(masks: Mapping[str, np.ndarray]) -> Figure:
     return fig
 
 
+@for_the_page
 def bits_by_position(
     curves: Mapping[str, np.ndarray],
     *,
     positions: np.ndarray | None = None,
     marks: Mapping[str, float] | None = None,
     title: str = "bits per character at each position",
+    legend_columns: int = 1,
     ax: Axes | None = None,
 ) -> Figure:
     """The mean bits per character a model pays at each position of a text, one line per
@@ -341,6 +371,7 @@ def bits_by_position(
     ``positions`` (default ``0 … T − 1``; for instance the centres of blocks that the
     notebook averaged over), and a dotted vertical line at each of ``marks`` (its label in
     the legend), such as the position from which a window no longer sees the first tokens.
+    The legend has ``legend_columns`` columns (on a phone, it is under the figure, in two).
 
     Shapes
     ------
@@ -376,7 +407,8 @@ def bits_by_position(
                 f"{x[0]:g} … {x[-1]:g}"
             )
 
-    ax = new_axes((COLUMN_WIDTH * 0.8, 3.2), ax)
+    # On a phone, taller: the legend goes under the plot.
+    ax = new_axes((COLUMN_WIDTH * 0.8, 3.2 if current_layout() == "laptop" else 4.0), ax)
     for index, (name, bits) in enumerate(arrays.items()):
         ax.plot(
             x,
@@ -399,10 +431,11 @@ def bits_by_position(
     ax.set_title(title)
     ax.set_xlim(x[0], x[-1])
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=9)
+    _legend(ax, columns=2, ncol=legend_columns)
     return ax.figure
 
 
+@for_the_page
 def tile_schedule(
     schedule: np.ndarray,
     *,
@@ -413,8 +446,8 @@ def tile_schedule(
     """FlashAttention's tiles and the memory traffic they save. Left: the grid of tiles
     (query blocks × key blocks); the computed ones are filled and numbered in the order the
     tiled pass computes them (query blocks outside, key blocks inside), the skipped ones are
-    hatched. Right, given ``counts``: the numbers each method reads from and writes to main
-    memory, as bars with their values printed (``1.2 M``).
+    hatched. Right (on a phone, below), given ``counts``: the numbers each method reads from
+    and writes to main memory, as bars with their values printed (``1.2 M``).
 
     Shapes
     ------
@@ -440,11 +473,14 @@ def tile_schedule(
         )
     bars = _check_counts(counts)
 
-    if bars:
+    if bars and current_layout() == "phone":  # the bars under the tiles
+        fig = Figure(figsize=(column_width(), 6.4), layout="constrained")
+        grid_ax, bar_ax = fig.subplots(2, 1)
+    elif bars:
         fig = Figure(figsize=(COLUMN_WIDTH, 3.3), layout="constrained")
         grid_ax, bar_ax = fig.subplots(1, 2)
     else:
-        fig = Figure(figsize=(COLUMN_WIDTH * 0.55, 3.3), layout="constrained")
+        fig = Figure(figsize=(min(COLUMN_WIDTH * 0.55, column_width()), 3.3), layout="constrained")
         grid_ax, bar_ax = fig.subplots(), None
     _draw_tiles(grid_ax, tiles, block_q, block_k)
     if bar_ax is not None:
@@ -534,6 +570,7 @@ def _draw_traffic_bars(ax: Axes, bars: dict[str, tuple[int, int]]) -> None:
     ax.legend(fontsize=9, loc="upper right")
 
 
+@for_the_page
 def traffic_by_length(
     lengths: np.ndarray,
     traffic: Mapping[str, np.ndarray],
@@ -573,7 +610,7 @@ def traffic_by_length(
             )
         curves[name] = y
 
-    ax = new_axes((COLUMN_WIDTH * 0.8, 3.4))
+    ax = new_axes((COLUMN_WIDTH * 0.8, 3.4 if current_layout() == "laptop" else 4.4))
     markers = "osD^v<"
     for index, (name, y) in enumerate(curves.items()):
         ax.plot(
@@ -607,13 +644,17 @@ def traffic_by_length(
     ax.set_xlabel("sequence length T (tokens)")
     ax.set_ylabel(ylabel)
     if len(curves) >= 2:
-        title = f"{title}\n({first} ÷ {second} at {x[-1]:,.0f} tokens: {ratio})"
+        ratio_line = f"({first} ÷ {second} at {x[-1]:,.0f} tokens: {ratio})"
+        if current_layout() == "phone":  # as narrow as the plot
+            ratio_line = textwrap.fill(ratio_line, 30)
+        title = f"{title}\n{ratio_line}"
     ax.set_title(title, fontsize=10.5)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=9, loc="upper left")
+    _legend(ax, loc="upper left")
     return ax.figure
 
 
+@for_the_page
 def decode_bytes(
     context_lengths: np.ndarray,
     weights_bytes: float,
@@ -656,7 +697,7 @@ def decode_bytes(
         caches[name] = y
 
     gib = 2.0**30
-    ax = new_axes((COLUMN_WIDTH * 0.8, 3.4))
+    ax = new_axes((COLUMN_WIDTH * 0.8, 3.4 if current_layout() == "laptop" else 4.4))
     ax.axhline(
         weights_bytes / gib, color="black", linestyle="--", linewidth=1.5,
         label=f"weights alone ({weights_bytes / gib:.3g} GiB)",
@@ -677,5 +718,5 @@ def decode_bytes(
     ax.set_ylabel("GiB read per step")
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=9, loc="upper left")
+    _legend(ax, loc="upper left")
     return ax.figure

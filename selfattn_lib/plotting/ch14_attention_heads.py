@@ -10,6 +10,7 @@ that they stay legible when a phone scales them down to about 360 pixels.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -20,11 +21,18 @@ from selfattn_lib.plotting.base import (
     COLUMN_WIDTH,
     DIVERGING_CMAP,
     OKABE_ITO,
+    current_layout,
+    for_the_page,
     new_axes,
     small_multiples,
 )
 from selfattn_lib.plotting.ch07_multi_head import head_weights
-from selfattn_lib.plotting.ch13_modern_attention import SMALLEST_FONT, _vector, _whole_number
+from selfattn_lib.plotting.ch13_modern_attention import (
+    SMALLEST_FONT,
+    _legend,
+    _vector,
+    _whole_number,
+)
 from selfattn_lib.plotting.diagrams import Diagram, Grid, flow
 
 
@@ -39,6 +47,7 @@ def _tokens(name: str, values: object, length: int | None = None) -> np.ndarray:
     return array.astype(np.int64)
 
 
+@for_the_page
 def induction_flow(
     tokens: np.ndarray,
     reads: np.ndarray,
@@ -109,11 +118,17 @@ def induction_flow(
         f"query {example} holds {tokens[example]}; the earlier {tokens[example]} is at "
         f"{example - n}, so it attends to {attends_to[k]} and predicts {predicted[k]}"
     )
+    shape, rows = (1, 2 * n), ()
+    if current_layout() == "phone":  # 2n cells do not fit a phone: the halves one above
+        # the other, a row per half; the position is the row's start plus the column.
+        shape, rows, positions = (2, n), ("0 +", f"{n} +"), positions[:n]
+        title = title.replace(": ", ":\n", 1) if len(title) > 40 else title
     return flow(
-        Grid("tokens", tokens, cols=positions, fmt=".0f", note="first half, then the copy"),
+        Grid("tokens", tokens.reshape(shape), rows=rows, cols=positions, fmt=".0f",
+             note="first half, then the copy"),
         "previous-token head →",
-        Grid("token before", np.array(before), cols=positions, role="key",
-             note="written into each position"),
+        Grid("token before", np.array(before).reshape(shape), rows=rows, cols=positions,
+             role="key", note="written into each position"),
         "induction head →",
         Grid("attends to", attends_to, cols=queries, fmt=".0f", role="key",
              note="key position, per query"),
@@ -124,6 +139,7 @@ def induction_flow(
     )  # fmt: skip
 
 
+@for_the_page
 def phase_change(
     first_half: np.ndarray,
     repeated_half: np.ndarray,
@@ -163,7 +179,8 @@ def phase_change(
 
     steps = np.arange(1, first.size + 1)
     kernel = np.ones(smooth) / smooth
-    ax = new_axes((COLUMN_WIDTH * 0.8, 2.9))
+    # On a phone, taller: the legend goes under the plot.
+    ax = new_axes((COLUMN_WIDTH * 0.8, 2.9 if current_layout() == "laptop" else 3.9))
     for index, (name, bits) in enumerate((("first half", first), ("repeated half", repeated))):
         colour = OKABE_ITO[index]
         mean = np.convolve(bits, kernel, mode="valid")
@@ -200,10 +217,11 @@ def phase_change(
     ax.set_xlim(0, first.size)
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=9, loc="center right")
+    _legend(ax, columns=2, loc="center right")
     return ax.figure
 
 
+@for_the_page
 def head_maps(
     weights: np.ndarray,
     tokens: Sequence[str],
@@ -249,7 +267,7 @@ def head_maps(
 
     n_panels = n_layers * n_heads
     width = min(COLUMN_WIDTH, 0.16 * n_tokens * min(columns, n_panels) + 2.0)
-    fig, axes = small_multiples(
+    fig, axes = small_multiples(  # on a phone, one panel a row
         n_panels, columns=columns, panel_height=0.13 * n_tokens + 1.05, width=width
     )
     titles = []
@@ -273,6 +291,7 @@ def head_maps(
     return fig
 
 
+@for_the_page
 def ablation_bars(
     losses: Mapping[str, tuple[float, float]],
     *,
@@ -323,16 +342,23 @@ def ablation_bars(
         linewidth=1.5,
         label=f"guessing: {guess_bits:.2f} bits",
     )
-    ax.set_yticks(y, labels=labels)
+    phone = current_layout() == "phone"
+    # On a phone, a long label on two lines: the bars keep the width.
+    shown = [textwrap.fill(label, 16) if phone else label for label in labels]
+    ax.set_yticks(y, labels=shown)
     ax.invert_yaxis()
     ax.set_xlabel("bits per token")
     ax.set_ylabel("heads switched off")
     ax.set_xlim(0, max(table.max(), guess_bits) * 1.2)
     ax.set_title(title)
-    ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncols=3)
+    if phone:  # under the figure, two a line
+        _legend(ax, columns=2)
+    else:
+        ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncols=3)
     return ax.figure
 
 
+@for_the_page
 def ov_circuits(circuits: Mapping[str, np.ndarray]) -> Figure:
     """Heads' OV circuits as heatmaps side by side: row ``s``, column ``t`` is how much the
     head raises the logit of token ``t`` when it attends to a token ``s``. Red is a raise,
@@ -363,6 +389,8 @@ def ov_circuits(circuits: Mapping[str, np.ndarray]) -> Figure:
     fig, axes = small_multiples(len(arrays), columns=2, panel_height=3.4)
     for ax, (title, circuit) in zip(axes, zip(circuits, arrays, strict=True), strict=True):
         image = ax.imshow(circuit, cmap=DIVERGING_CMAP, norm=norm)
+        if current_layout() == "phone":  # the colour bar is beside a panel as wide as the title
+            title = title.replace(" (", "\n(", 1)
         ax.set_title(title, fontsize=9.5)
         ax.set_xlabel("token whose logit changes")
         ax.set_ylabel("token attended to")

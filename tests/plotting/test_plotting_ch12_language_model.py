@@ -99,3 +99,61 @@ def test_ch12_decoding_cost_draws_counted_flops_and_measured_times():
     assert fig.get_size_inches()[0] <= plotting.COLUMN_WIDTH
     with pytest.raises(ValueError, match="same keys"):
         plotting.decoding_cost([1], {"a": [1.0]}, {"b": [1]})
+
+
+def test_ch12_training_bits_draws_the_loss_in_bits_the_baseline_and_the_schedule():
+    bits = [6.0, 5.0, 4.0, 3.0]
+    fig = plotting.training_bits(bits, [0.1, 0.2, 0.15, 0.1], baseline=3.5, window=2)
+    loss, rate = fig.axes
+    assert loss.get_title() == "Training loss" and rate.get_title() == "Learning-rate schedule"
+    assert loss.get_ylabel() == "bits per character" and loss.get_yscale() == "linear"
+    assert loss.lines[0].get_ydata().tolist() == bits
+    assert loss.lines[1].get_ydata().tolist() == [5.5, 4.5, 3.5]  # the mean of 2 steps
+    assert list(loss.lines[2].get_ydata()) == [3.5, 3.5]  # the bigram's dotted line
+    legend = [text.get_text() for text in loss.get_legend().get_texts()]
+    assert legend[-1] == "bigram"
+    assert rate.lines[0].get_ydata().tolist() == [0.1, 0.2, 0.15, 0.1]
+    assert fig.get_size_inches().tolist() == [plotting.COLUMN_WIDTH, 1.9]  # side by side
+    phone = plotting.training_bits(bits, [0.1, 0.2, 0.15, 0.1], baseline=3.5, layout="phone")
+    assert phone.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
+    assert phone.get_size_inches()[1] == pytest.approx(3.8)  # stacked
+
+
+def test_ch12_sampling_settings_draws_a_panel_per_setting_with_one_legend():
+    probabilities = [[0.7, 0.3], [0.5, 0.5], [0.6, 0.4], [0.9, 0.1]]
+    kept = [[1.0, 0.0], [0.5, 0.5], [0.6, 0.4], [1.0, 0.0]]
+    titles = ["τ = 0.5", "τ = 1", "τ = 1.5", "top-p 0.6"]
+    fig = plotting.sampling_settings(list("a "), probabilities, kept, titles)
+    assert [ax.get_title() for ax in fig.axes] == titles
+    heights = [bar.get_height() for bar in fig.axes[3].patches]
+    assert heights == pytest.approx([0.9, 0.1, 1.0, 0.0])
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["a", "␣"]
+    assert fig.axes[0].get_legend() is not None
+    assert all(ax.get_legend() is None for ax in fig.axes[1:])
+    assert [ax.get_xlabel() for ax in fig.axes] == ["", "", "next character", "next character"]
+    assert fig.get_size_inches().tolist() == [5.4, 3.2]
+    phone = plotting.sampling_settings(list("a "), probabilities, kept, titles, layout="phone")
+    assert phone.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
+    assert [ax.get_xlabel() for ax in phone.axes][-2:] == ["", "next character"]  # 1 a row
+    with pytest.raises(ValueError, match="one entry per setting"):
+        plotting.sampling_settings("ab", probabilities, kept[:2], titles)
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda **kw: plotting.merges_and_length([0, 10], [100, 80], 100, **kw),
+        lambda **kw: plotting.decoding_cost([1, 2], {"a": [1e-3, 2e-3]}, {"a": [1, 2]}, **kw),
+        lambda **kw: plotting.sampling_flow(
+            "ab", [1.0, 0.0], [0.7, 0.3], [1.0, 0.0], temperature=1.0, top_p=0.5, **kw
+        ),
+        lambda **kw: plotting.next_token_flow("ab", "bc", [0.5, 0.25], **kw),
+    ],
+)
+def test_ch12_figures_are_drawn_as_wide_as_a_phone_s_column_for_a_phone(draw):
+    figure = draw(layout="phone")
+    figure = getattr(figure, "figure", figure)
+    assert figure.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
+    laptop = draw()
+    laptop = getattr(laptop, "figure", laptop)
+    assert hasattr(laptop, "course_phone")  # it carries its phone rendering

@@ -500,3 +500,63 @@ def test_ch13_decode_bytes_draws_the_weights_and_weights_plus_each_cache_in_gib(
 def test_ch13_decode_bytes_rejects_bad_input(lengths, weights, caches, error, message):
     with pytest.raises(error, match=message):
         plotting.decode_bytes(lengths, weights, caches)
+
+
+def _tril(n: int) -> np.ndarray:
+    return np.tril(np.ones((n, n), dtype=bool))
+
+
+_CH13_FIGURES = {
+    "rotary_step_flow": lambda **kw: plotting.rotary_step_flow(
+        [1.0, 0.0], [0.0, 1.0], np.eye(2), np.array([0, 1]), [0.0, 0.71], position=1, **kw
+    ),
+    "kv_head_groups": lambda **kw: plotting.kv_head_groups(
+        {"multi-head": np.arange(8), "grouped-query": np.repeat([0, 1], 4)}, **kw
+    ),
+    "window_masks": lambda **kw: plotting.window_masks(
+        {"causal": _tril(10), "window 4": _tril(10) & ~_tril(10).T | np.eye(10, dtype=bool),
+         "window 4 + 1 sink": _tril(10)}, **kw
+    ),
+    "bits_by_position": lambda **kw: plotting.bits_by_position(
+        {"causal": [3.0, 2.0, 1.5], "window 2": [3.0, 2.5, 2.5]}, marks={"trained": 1},
+        legend_columns=2, **kw
+    ),
+    "tile_schedule": lambda **kw: plotting.tile_schedule(
+        _tril(4), block_q=64, block_k=64,
+        counts={"naive": {"read": 9, "written": 8}, "tiled": {"read": 5, "written": 1}}, **kw
+    ),
+    "traffic_by_length": lambda **kw: plotting.traffic_by_length(
+        [256, 512], {"naive": [4e5, 1.6e6], "tiled": [1e5, 2e5]}, ylabel="numbers moved", **kw
+    ),
+    "decode_bytes": lambda **kw: plotting.decode_bytes(
+        [0, 1024], 2**30, {"H_kv = 8": [0, 2**30], "H_kv = 1": [0, 2**27]}, **kw
+    ),
+}  # fmt: skip
+
+
+def _words(fig: Figure) -> set[str]:
+    words = (word for text in _drawn_texts(fig) for word in text.get_text().split())
+    return {word for word in words if word[0].isalpha()}  # not its numbers
+
+
+@pytest.mark.parametrize("name", sorted(_CH13_FIGURES))
+def test_ch13_figures_drawn_for_a_phone_fit_its_column_and_keep_every_word(name):
+    laptop = _CH13_FIGURES[name]()
+    phone = _CH13_FIGURES[name](layout="phone")
+    laptop, phone = getattr(laptop, "figure", laptop), getattr(phone, "figure", phone)
+    assert hasattr(laptop, "course_phone")  # the notebook shows both renderings
+    assert phone.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
+    assert min(t.get_fontsize() for t in _drawn_texts(phone)) >= 8
+    assert _words(laptop) <= _words(phone)
+
+
+def test_ch13_phone_renderings_stack_the_panels_and_put_legends_under_the_plot():
+    tiles = _CH13_FIGURES["tile_schedule"](layout="phone")
+    (grid_ax, bar_ax) = tiles.axes
+    assert grid_ax.get_position().y0 > bar_ax.get_position().y1  # the bars below the tiles
+    masks = _CH13_FIGURES["window_masks"](layout="phone")
+    assert len({round(ax.get_position().x0, 3) for ax in masks.axes}) == 1  # one a row
+    bits = _CH13_FIGURES["bits_by_position"](layout="phone")
+    assert bits.axes[0].get_legend() is None and len(bits.legends) == 1  # under the figure
+    laptop = _CH13_FIGURES["bits_by_position"]()
+    assert laptop.axes[0].get_legend()._ncols == 2 and not laptop.legends

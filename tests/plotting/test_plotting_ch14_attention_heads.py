@@ -255,3 +255,62 @@ def test_ch14_ov_circuits_draws_the_circuits_on_one_scale_centred_on_zero():
 def test_ch14_ov_circuits_rejects_bad_input(circuits, message):
     with pytest.raises(ValueError, match=message):
         plotting.ov_circuits(circuits)
+
+
+def _ch14_figures():
+    rng = np.random.default_rng(0)
+    weights = rng.random((2, 2, 6, 6))
+    losses = {"none": (6.1, 0.1), "both heads of layer 1": (6.8, 6.2)}
+    return {
+        "induction_flow": lambda **kw: plotting.induction_flow(
+            [0, 5, 7, 0, 5, 7], [-1, 0, 1, 2, 3, 4], [1, 2, 3], [5, 7, 0], example=4,
+            title="the induction rule", **kw
+        ),
+        "phase_change": lambda **kw: plotting.phase_change(
+            np.full(40, 6.0), np.linspace(6.0, 0.1, 40), guess_bits=5.98, phase_step=20, **kw
+        ),
+        "head_maps": lambda **kw: plotting.head_maps(
+            weights, list("abcabc"), scores={"prev": rng.random((2, 2))}, **kw
+        ),
+        "ablation_bars": lambda **kw: plotting.ablation_bars(losses, guess_bits=5.98, **kw),
+        "ov_circuits": lambda **kw: plotting.ov_circuits(
+            {"copies": np.eye(4), "inverts": -np.eye(4)}, **kw
+        ),
+    }  # fmt: skip
+
+
+def _words(fig):
+    fig.draw_without_rendering()
+    texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    words = (word for text in texts for word in text.get_text().split())
+    return {word for word in words if word[0].isalpha()}  # not its numbers
+
+
+@pytest.mark.parametrize("name", sorted(_ch14_figures()))
+def test_ch14_figures_drawn_for_a_phone_fit_its_column_and_keep_every_word(name):
+    draw = _ch14_figures()[name]
+    laptop, phone = draw(), draw(layout="phone")
+    laptop, phone = getattr(laptop, "figure", laptop), getattr(phone, "figure", phone)
+    assert hasattr(laptop, "course_phone")  # the notebook shows both renderings
+    assert phone.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
+    assert _words(laptop) <= _words(phone)
+
+
+def test_ch14_ablation_bars_for_a_phone_wraps_long_labels_and_puts_the_legend_below():
+    phone = _ch14_figures()["ablation_bars"](layout="phone")
+    labels = [t.get_text() for t in phone.axes[0].get_yticklabels()]
+    assert labels == ["none", "both heads of\nlayer 1"]
+    assert phone.axes[0].get_legend() is None and len(phone.legends) == 1
+
+
+def test_ch14_induction_flow_for_a_phone_puts_the_copy_under_the_first_half():
+    tokens = np.tile(np.arange(8), 2)
+    queries = np.arange(8, 16)
+    diagram = plotting.induction_flow(
+        tokens, np.arange(16) - 1, queries - 7, tokens[queries - 7], example=15,
+        title="the trained model: layer 1 head 1, layer 2 head 0", layout="phone",
+    )  # fmt: skip
+    assert diagram.figure.get_size_inches()[0] <= plotting.PHONE_COLUMN_WIDTH
+    assert read_back(diagram.figure, "tokens").tolist() == [list(range(8))] * 2
+    assert read_back(diagram.figure, "predicts").shape == (1, 8)
+    assert diagram.figure.texts[0].get_text().startswith("the trained model:\nlayer 1")
