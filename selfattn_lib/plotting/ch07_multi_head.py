@@ -7,9 +7,7 @@ the course's role colours (queries blue, keys vermillion, values green)."""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -32,17 +30,6 @@ HEAD_LAYOUTS: tuple[str, ...] = ("T D", "T H D_h", "H T D_h")
 _HEAD_TINTS: tuple[str, ...] = ("#9CC3E0", "#EFB28A", "#8FD4BF", "#E7BCD5", "#F3D08A", "#B9DFF4")
 # The narrowest cell a grid is drawn with on a phone: its 8-point label ("t1 f4") needs 0.3 in.
 _PHONE_CELL = 0.36
-
-
-def _axes_as_list(draw: Callable[..., Any]) -> Callable[..., Any]:
-    """Pass a figure function's ``axes`` on as a list: :func:`for_the_page` asks ``not axes``,
-    which a NumPy array of axes (what ``Figure.subplots`` returns) cannot answer."""
-
-    @functools.wraps(draw)
-    def figure_function(*args: Any, axes: Sequence[Axes] | None = None, **kwargs: Any) -> Any:
-        return draw(*args, axes=None if axes is None else list(axes), **kwargs)
-
-    return figure_function
 
 
 @for_the_page
@@ -329,7 +316,6 @@ def right_and_wrong_split(
     return fig
 
 
-@_axes_as_list
 @for_the_page
 def head_weights(
     weights: np.ndarray,

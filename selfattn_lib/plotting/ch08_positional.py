@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -22,17 +20,6 @@ from selfattn_lib.plotting.base import (
     new_axes,
 )
 from selfattn_lib.plotting.diagrams import Diagram
-
-
-def _axes_as_list(draw: Callable[..., Any]) -> Callable[..., Any]:
-    """Pass a figure function's ``axes`` on as a list: :func:`for_the_page` asks ``not axes``,
-    which a NumPy array of axes (what ``Figure.subplots`` returns) cannot answer."""
-
-    @functools.wraps(draw)
-    def figure_function(*args: Any, axes: Sequence[Axes] | None = None, **kwargs: Any) -> Any:
-        return draw(*args, axes=None if axes is None else list(axes), **kwargs)
-
-    return figure_function
 
 
 @for_the_page
@@ -97,7 +84,6 @@ def _pair_wavelengths(d_model: int, base: float) -> np.ndarray:
     return 2 * np.pi * base ** (np.arange(0, d_model, 2) / d_model)
 
 
-@_axes_as_list
 @for_the_page
 def positional_waves(
     d_model: int,

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import functools
 import textwrap
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -30,17 +28,6 @@ from selfattn_lib.plotting.base import (
     new_axes,
 )
 from selfattn_lib.plotting.diagrams import Diagram
-
-
-def _axes_as_list(draw: Callable[..., Any]) -> Callable[..., Any]:
-    """Pass a figure function's ``axes`` on as a list: :func:`for_the_page` asks ``not axes``,
-    which a NumPy array of axes (what ``Figure.subplots`` returns) cannot answer."""
-
-    @functools.wraps(draw)
-    def figure_function(*args: Any, axes: Sequence[Axes] | None = None, **kwargs: Any) -> Any:
-        return draw(*args, axes=None if axes is None else list(axes), **kwargs)
-
-    return figure_function
 
 
 def _encoder_layer_column(shapes: Mapping[str, tuple[int, ...]], norm_first: bool) -> Column:
@@ -162,7 +149,6 @@ def _narrow_columns(columns: Sequence[Column], title: str) -> Diagram:
     return Diagram(figure, alt_text(columns, [], title))
 
 
-@_axes_as_list
 @for_the_page
 def normalization_axes(
     row_labels: Sequence[str],

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import functools
 import textwrap
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -25,20 +23,6 @@ from selfattn_lib.plotting.base import (
     small_multiples,
 )
 from selfattn_lib.plotting.diagrams import Diagram
-
-
-def _axes_listed(draw: Callable[..., Figure]) -> Callable[..., Figure]:
-    """Pass a figure function's ``axes`` on as a list: :func:`for_the_page` asks whether
-    ``axes`` were given by their truth value, which a NumPy array of axes (what
-    ``Figure.subplots`` returns) does not have."""
-
-    @functools.wraps(draw)
-    def call(*args: Any, **kwargs: Any) -> Figure:
-        if kwargs.get("axes") is not None:
-            kwargs["axes"] = list(kwargs["axes"])
-        return draw(*args, **kwargs)
-
-    return call
 
 
 def visible_characters(tokens: Sequence[str]) -> list[str]:
@@ -117,7 +101,6 @@ def decoder_masks(
     return fig
 
 
-@_axes_listed
 @for_the_page
 def loss_curve(
     losses: Sequence[float],

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import functools
 import textwrap
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -24,20 +22,6 @@ from selfattn_lib.plotting.base import (
     small_multiples,
 )
 from selfattn_lib.plotting.diagrams import ROLE_COLOURS, Diagram, Grid, flow
-
-
-def _axes_listed(draw: Callable[..., Figure]) -> Callable[..., Figure]:
-    """Pass a figure function's ``axes`` on as a list: :func:`for_the_page` asks whether
-    ``axes`` were given by their truth value, which a NumPy array of axes (what
-    ``Figure.subplots`` returns) does not have."""
-
-    @functools.wraps(draw)
-    def call(*args: Any, **kwargs: Any) -> Figure:
-        if kwargs.get("axes") is not None:
-            kwargs["axes"] = list(kwargs["axes"])
-        return draw(*args, **kwargs)
-
-    return call
 
 
 def _fitted(title: str, fontsize: float = 12.0, width: float | None = None) -> str:
@@ -167,7 +151,6 @@ def most_rescaled_row(scores: np.ndarray, block_size: int) -> int:
     return int(growth.sum(axis=1).argmax())
 
 
-@_axes_listed
 @for_the_page
 def block_schedule(
     scores: np.ndarray,
