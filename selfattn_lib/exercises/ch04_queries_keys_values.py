@@ -16,21 +16,48 @@ _CH4_SHAPE_HINT = (
 )
 
 
-def _ch4_call(function: Callable[..., Any], *args: Any) -> Any:
-    """Call the learner's function; a shape error from ``@`` gets a hint about the order."""
+_CH4_CROSS_SHAPE_HINT = (
+    ". Shapes: x_q is (T_q, D), x_kv is (T_k, D) and each projection (D, d_k) or (D, d_v), so "
+    "a projection is x @ w; the weights (T_q, T_k) then multiply values of shape (T_k, d_v), "
+    "which come from x_kv"
+)
+
+
+def _ch4_call(function: Callable[..., Any], *args: Any, hint: str = _CH4_SHAPE_HINT) -> Any:
+    """Call the learner's function; a shape error from ``@`` gets ``hint`` about the shapes,
+    one from broadcasting a hint about ``keepdims``."""
     try:
         return kit.call_quietly(function, *args)
     except kit.Mistake as mistake:
         text = str(mistake)
+        if "broadcast" in text:
+            raise kit.Mistake(
+                f"{text}. A maximum or a sum over axis=-1 drops that axis, (T_q, T_k) -> "
+                "(T_q,): keep it with keepdims=True, (T_q, 1), so that it lines up with "
+                "the rows"
+            ) from mistake
         if "matmul" in text or "not aligned" in text or "shapes" in text:
-            raise kit.Mistake(text + _CH4_SHAPE_HINT) from mistake
+            raise kit.Mistake(text + hint) from mistake
         raise
 
 
-def _ch4_output_and_weights(result: Any, what: str) -> tuple[Any, Any]:
+def _ch4_output_and_weights(
+    result: Any, what: str, output_shape: tuple[int, ...], weights_shape: tuple[int, ...]
+) -> tuple[Any, Any]:
+    """The pair ``(output, weights)`` the learner returned; the pair the other way round is
+    named (the two shapes differ in every check)."""
     if not isinstance(result, tuple | list) or len(result) != 2:
         raise kit.Mistake(
             f"{what} must return a pair (output, weights), got {type(result).__name__}"
+        )
+    first, second = result
+    if (
+        kit.values_like(first, np.empty(weights_shape)) is not None
+        and kit.values_like(second, np.empty(output_shape)) is not None
+    ):
+        raise kit.Mistake(
+            f"{what} returned (weights, output): return them in the order (output, weights), "
+            "like the library's attention functions"
         )
     return result[0], result[1]
 
@@ -74,42 +101,76 @@ def check_one_query_attention(one_query_attention: Callable[..., Any]) -> kit.Fe
         x, w_q, w_k, w_v = _ch4_one_query_case(seed)
         what = f"{name}(x, {i}, w_q, w_k, w_v)"
         result = _ch4_call(one_query_attention, x.copy(), i, w_q.copy(), w_k.copy(), w_v.copy())
-        output, weights = _ch4_output_and_weights(result, what)
         q, k, v = x @ w_q, x @ w_k, x @ w_v  # (T, d_k), (T, d_k), (T, d_v)
         expected_output, expected = _ch4_attend(q, k, v, 1 / np.sqrt(3))
         expected_output, expected = expected_output[i], expected[i]
+        output, weights = _ch4_output_and_weights(
+            result, what, expected_output.shape, expected.shape
+        )
         weights = kit.as_result_array(weights, expected, f"the weights of {what}")
         if not np.allclose(weights, expected, rtol=1e-6, atol=1e-9):
             d_k, d, t = 3, 4, len(x)
             wrong_scales = (
-                (1.0, "did not divide the scores by √d_k (here √3)"),
-                (1 / d_k, "divided the scores by d_k = 3 instead of √d_k = √3"),
-                (1 / np.sqrt(d), "divided by √D = √4 (the token size) instead of √d_k = √3"),
+                (1.0, "did not divide the dot products by √d_k (here √3)"),
+                (1 / d_k, "divided the dot products by d_k = 3 instead of √d_k = √3"),
+                (1 / np.sqrt(d), "divided by √D = √4 (the tokens' dimension) instead of √d_k = √3"),
                 (1 / np.sqrt(t), "divided by √T (the number of tokens) instead of √d_k = √3"),
             )
             for scale, explanation in wrong_scales:
                 if np.allclose(weights, _ch4_attend(q, k, v, scale)[1][i]):
                     raise kit.Mistake(f"the weights of {what} are off: you {explanation}")
-            swapped = softmax.softmax(k[i] @ q.T / np.sqrt(d_k))
-            if np.allclose(weights, swapped):
-                raise kit.Mistake(
-                    f"the weights of {what} use W_K for the query and W_Q for the keys: the "
-                    "query is x_i @ w_q, the keys are x @ w_k"
+            # softmax_j(q_j · k_i): swapped projections and a softmax down column i of the
+            # whole matrix give the same numbers; the work done with w_k tells them apart.
+            if np.allclose(weights, softmax.softmax(k[i] @ q.T / np.sqrt(d_k))):
+                with_w_k = kit.multiplications_with(
+                    one_query_attention, (x, i, w_q, w_k, w_v), index=3, depth=d
                 )
-            if np.allclose(weights, softmax.softmax(q @ k.T / np.sqrt(d_k), axis=0)[:, i]):
+                if with_w_k <= d * d_k:
+                    raise kit.Mistake(
+                        f"the weights of {what} use W_K for the query and W_Q for the keys: "
+                        "the query is x_i @ w_q, the keys are x @ w_k"
+                    )
                 raise kit.Mistake(
-                    f"the weights of {what} are column {i} of a softmax over the queries: "
-                    "take the softmax of query i's own row of scores, over the keys"
+                    f"the weights of {what} score key {i} against every query, q_j · k_{i}, "
+                    f"instead of query {i} against every key: either the softmax ran down "
+                    f"column {i} of the score matrix (over the queries, axis 0) or w_q and "
+                    f"w_k are swapped. Take the softmax of query {i}'s own row, over the keys"
+                )
+            without_self = k @ q[i] / np.sqrt(d_k)
+            without_self[i] = -np.inf
+            if np.allclose(weights, softmax.softmax(without_self)):
+                raise kit.Mistake(
+                    f"the weights of {what} leave token {i} out: query {i} is scored against "
+                    "every key, its own included"
+                )
+            if np.allclose(weights, softmax.softmax(x @ x[i] / np.sqrt(d_k))) or np.allclose(
+                weights, softmax.softmax(x @ x[i])
+            ):
+                raise kit.Mistake(
+                    f"the weights of {what} score the token vectors x_i · x_j, as in chapter "
+                    "3: score the query x_i @ w_q against the keys x_j @ w_k"
                 )
             if np.allclose(weights, k @ q[i] / np.sqrt(d_k)):
                 raise kit.Mistake(f"the weights of {what} are the scaled scores: apply softmax")
             if not np.isclose(weights.sum(), 1.0):
                 raise kit.Mistake(f"the weights of {what} sum to {weights.sum():.6g}, not 1")
             kit.assert_close(weights, expected, f"the weights of {what}")
+        for_x = kit.values_like(output, weights @ x)  # (D,): the token vectors weighted
+        if for_x is not None and np.allclose(for_x, weights @ x):
+            raise kit.Mistake(
+                f"the output of {what} has {x.shape[1]} numbers, one per feature of a token: it "
+                "weights the token vectors x_j. Weight the values, v_j = x_j @ w_v"
+            )
+        for_k = kit.values_like(output, weights @ k)  # (d_k,): the keys weighted
+        if for_k is not None and np.allclose(for_k, weights @ k):
+            raise kit.Mistake(
+                f"the output of {what} weights the keys: the output is the weighted sum of "
+                "the values, v_j = x_j @ w_v"
+            )
         output = kit.as_result_array(output, expected_output, f"the output of {what}")
         if np.allclose(output, expected_output, rtol=1e-6, atol=1e-9):
             return
-        if np.allclose(output, v.sum(axis=0)) or np.allclose(output, v[i]):
+        if any(np.allclose(output, ignored) for ignored in (v.sum(axis=0), v.mean(axis=0), v[i])):
             raise kit.Mistake(f"the output of {what} ignores the weights: sum weights[j] * v_j")
         kit.assert_close(output, expected_output, f"the output of {what}")
 
@@ -130,8 +191,9 @@ def check_one_query_attention(one_query_attention: Callable[..., Any]) -> kit.Fe
                 "Query 2 needs only its own query vector, x[2] @ w_q"
             )
         return (
-            "All six steps are right: project, score against every key, divide by √d_k, "
-            "softmax, weight the values, sum — and you projected only the query you needed."
+            "All six steps are right: project, take the dot product with every key, divide by "
+            "√d_k, softmax, weight the values, sum — and you projected only the query you "
+            "needed."
         )
 
     return kit.run_checks(checks)
@@ -179,8 +241,8 @@ def check_design_projections(design_projections: Callable[[], Any]) -> kit.Feedb
         if matrix.shape[0] != n_features:
             flipped = " (it looks transposed)" if matrix.shape[1] == n_features else ""
             raise kit.Mistake(
-                f"{label} has shape {matrix.shape}{flipped}: it maps a token of size "
-                f"D = {n_features} to d_k numbers, so it needs {n_features} rows, "
+                f"{label} has shape {matrix.shape}{flipped}: it maps a token of "
+                f"D = {n_features} features to d_k numbers, so it needs {n_features} rows, "
                 f"shape ({n_features}, d_k)"
             )
         return matrix
@@ -197,10 +259,23 @@ def check_design_projections(design_projections: Callable[[], Any]) -> kit.Feedb
         if w_q.shape[1] != w_k.shape[1]:
             raise kit.Mistake(
                 f"w_q has {w_q.shape[1]} columns and w_k has {w_k.shape[1]}: queries and keys "
-                "must have the same length d_k, or their dot products are undefined"
+                "must have the same dimension d_k, or their dot products are undefined"
+            )
+        if w_q.shape[1] == 0:
+            raise kit.Mistake(
+                f"w_q and w_k of {name}() have no columns: d_k must be at least 1, or every "
+                "query and key is empty and every score 0"
             )
         q, k = x @ w_q, x @ w_k  # (T, d_k) each
-        weights = attention.scaled_dot_product_attention(q, k, k)[1]  # (T, T)
+        try:
+            weights = attention.scaled_dot_product_attention(q, k, k)[1]  # (T, T)
+        except ValueError as error:  # scores beyond the range of float64
+            largest = max(np.abs(w_q).max(), np.abs(w_k).max())
+            raise kit.Mistake(
+                f"the scores q·k/√d_k of your projections do not fit in a float64 (your "
+                f"largest entry is {largest:.3g}): use smaller entries. A "
+                "score a few units above its rivals is enough for a weight of 0.9"
+            ) from error
         on_it, on_because = weights[_CH4_IT, _CH4_CAT], weights[_CH4_BECAUSE, _CH4_CAT]
         if on_because > 0.5 and np.allclose(q[_CH4_IT], q[_CH4_BECAUSE]):
             raise kit.Mistake(
@@ -212,8 +287,8 @@ def check_design_projections(design_projections: Callable[[], Any]) -> kit.Feedb
             favourite = _CH4_TOKENS[int(np.argmax(weights[_CH4_IT]))]
             raise kit.Mistake(
                 f"the weights of 'it' are ({row(weights[_CH4_IT])}): 'cat' gets {on_it:.3f}, "
-                f"not 0.9 ('it' attends most to '{favourite}'). Make q_it · k_cat larger than "
-                "the other scores of 'it' by a few units of √d_k"
+                f"not 0.9 ('it' attends most to '{favourite}'). Make the score of 'cat', "
+                "q_it · k_cat / √d_k, a few units larger than the other scores of 'it'"
             )
         if on_because > 0.5:
             raise kit.Mistake(
@@ -230,7 +305,7 @@ def check_design_projections(design_projections: Callable[[], Any]) -> kit.Feedb
 
 
 def check_cross_attention(cross_attention: Callable[..., Any]) -> kit.Feedback:
-    """Check cross-attention with T_q ≠ T_k (chapter 4, exercise 3).
+    """Check cross-attention with T_q ≠ T_k (chapter 4, exercise 2).
 
     Expected signature: ``cross_attention(x_q, x_kv, w_q, w_k, w_v) -> (output, weights)``:
     queries from ``x_q``, keys and values from ``x_kv``; ``weights`` is ``softmax(Q Kᵀ / √d_k)``
@@ -256,19 +331,35 @@ def check_cross_attention(cross_attention: Callable[..., Any]) -> kit.Feedback:
         x_q = np.random.default_rng(seed + 100).normal(size=(t_q, 4)).round(1)  # (T_q, D)
         what = f"{name}(x_q of shape {x_q.shape}, x_kv of shape {x_kv.shape}, ...)"
         result = _ch4_call(
-            cross_attention, x_q.copy(), x_kv.copy(), w_q.copy(), w_k.copy(), w_v.copy()
+            cross_attention,
+            x_q.copy(),
+            x_kv.copy(),
+            w_q.copy(),
+            w_k.copy(),
+            w_v.copy(),
+            hint=_CH4_CROSS_SHAPE_HINT,
         )
-        output, weights = _ch4_output_and_weights(result, what)
         q, k, v = x_q @ w_q, x_kv @ w_k, x_kv @ w_v
-        expected_output, expected = _ch4_attend(q, k, v, 1 / np.sqrt(3))
-        got = np.asarray(weights, dtype=np.float64) if weights is not None else None
-        if got is not None and got.shape != expected.shape:
+        d_k, t_k = w_q.shape[1], len(x_kv)
+        expected_output, expected = _ch4_attend(q, k, v, 1 / np.sqrt(d_k))
+        output, weights = _ch4_output_and_weights(
+            result, what, expected_output.shape, expected.shape
+        )
+        got = kit.as_array(weights, f"the weights of {what}")
+        if got.shape != expected.shape:
+            roles_swapped = _ch4_attend(x_kv @ w_q, x_q @ w_k, x_q @ w_v, 1 / np.sqrt(d_k))[1]
+            if got.shape == roles_swapped.shape and np.allclose(got, roles_swapped):
+                raise kit.Mistake(
+                    f"the weights of {what} have shape {got.shape} = (T_k, T_q): the queries "
+                    "were made from x_kv and the keys from x_q. The queries come from x_q, "
+                    "the keys and values from x_kv"
+                )
             if got.shape == (t_q, t_q):
                 raise kit.Mistake(
                     f"the weights of {what} have shape {got.shape} = (T_q, T_q): the keys (and "
                     "values) must come from x_kv, giving (T_q, T_k)"
                 )
-            if got.shape == (5, 5):
+            if got.shape == (t_k, t_k):
                 raise kit.Mistake(
                     f"the weights of {what} have shape {got.shape} = (T_k, T_k): the queries "
                     "must come from x_q, giving (T_q, T_k)"
@@ -276,18 +367,45 @@ def check_cross_attention(cross_attention: Callable[..., Any]) -> kit.Feedback:
             if got.shape == expected.shape[::-1]:
                 raise kit.Mistake(
                     f"the weights of {what} have shape {got.shape} = (T_k, T_q): one row per "
-                    "QUERY is needed, scores = q @ k.T of shape (T_q, T_k)"
+                    "QUERY is needed, scores q @ k.T / √d_k of shape (T_q, T_k)"
                 )
         got = kit.as_result_array(weights, expected, f"the weights of {what}")
         if not np.allclose(got, expected, rtol=1e-6, atol=1e-9):
-            if np.allclose(got, softmax.softmax(q @ k.T / np.sqrt(3), axis=0)):
+            if np.allclose(got, softmax.softmax(q @ k.T / np.sqrt(d_k), axis=0)):
                 raise kit.Mistake(
                     f"the weights of {what} have columns summing to 1: take the softmax over "
                     "the keys (axis=-1), one row per query"
                 )
-            if np.allclose(got, _ch4_attend(q, k, v, 1.0)[1]):
-                raise kit.Mistake(f"the weights of {what} are off: divide the scores by √d_k")
+            wrong_scales = (
+                (1.0, "divide the dot products by √d_k"),
+                (1 / d_k, f"divide the dot products by √d_k = √{d_k}, not by d_k = {d_k}"),
+                (
+                    1 / np.sqrt(x_q.shape[1]),
+                    f"divide by √d_k = √{d_k}, not by √D (the tokens' dimension)",
+                ),
+                (1 / np.sqrt(t_k), f"divide by √d_k = √{d_k}, not by √T_k (the number of keys)"),
+            )
+            for scale, explanation in wrong_scales:
+                if np.allclose(got, _ch4_attend(q, k, v, scale)[1]):
+                    raise kit.Mistake(f"the weights of {what} are off: {explanation}")
+            if np.allclose(got, q @ k.T / np.sqrt(d_k)):
+                raise kit.Mistake(f"the weights of {what} are the scaled scores: apply softmax")
+            if not np.allclose(got.sum(axis=-1), 1.0):
+                together = " (the whole matrix sums to one)" if np.isclose(got.sum(), 1.0) else ""
+                raise kit.Mistake(
+                    f"the rows of the weights of {what} do not sum to one{together}: normalise "
+                    "each query's row on its own, with axis=-1 and keepdims=True"
+                )
             kit.assert_close(got, expected, f"the weights of {what}")
+        for wrong_values, explanation in (
+            (k, "the keys x_kv @ w_k"),
+            (x_kv, "the token vectors x_kv themselves"),
+        ):
+            values = kit.values_like(output, got @ wrong_values)
+            if values is not None and np.allclose(values, got @ wrong_values):
+                raise kit.Mistake(
+                    f"the output of {what} weights {explanation}: the values are x_kv @ w_v"
+                )
         output = kit.as_result_array(output, expected_output, f"the output of {what}")
         kit.assert_close(output, expected_output, f"the output of {what}")
 

@@ -1,14 +1,26 @@
 """Tests of the checkers of chapter 3 (selfattn_lib.exercises.ch03_self_attention): each names
 the mistake in typical wrong answers and accepts the usual correct alternatives. What every
-checker promises is tested once, over REFERENCES, in test_exercises_registry.py."""
+checker promises is tested once, over REFERENCES, in test_exercises_registry.py.
+
+For every checker, the tables below hold plausible wrong answers written from the exercise's
+prompt alone (each with the words of the feedback that name its cause) and correct variants
+(loops, einsum, other libraries, other dtypes), which must pass."""
+
+import math
 
 import numpy as np
+import pytest
 
 from selfattn_lib import exercises
 
 
 def ch3_stable_softmax(scores, axis=-1):
     exponentials = np.exp(scores - scores.max(axis=axis, keepdims=True))
+    return exponentials / exponentials.sum(axis=axis, keepdims=True)
+
+
+def ch3_naive_softmax(scores, axis=-1):
+    exponentials = np.exp(scores)
     return exponentials / exponentials.sum(axis=axis, keepdims=True)
 
 
@@ -49,93 +61,331 @@ def assert_ch3_mistake(feedback, *fragments):
         assert fragment in feedback.message, feedback.message
 
 
-def test_ch3_spotlight_output_names_typical_mistakes():
-    checker = exercises.check_spotlight_output
+# --- Exercise 1: one output vector, by hand ---
 
+
+def ch3_spotlight_with(weights_of):
+    """A spotlight_output whose weights are ``weights_of(scores, x, position)``."""
+
+    def spotlight_output(x, position):
+        return weights_of(x @ x[position], x, position) @ x
+
+    return spotlight_output
+
+
+def ch3_without_self(scores, x, position):
+    scores = scores.copy()
+    scores[position] = -np.inf
+    return ch3_stable_softmax(scores)
+
+
+def ch3_clipped(limit):
+    return ch3_spotlight_with(lambda s, x, p: ch3_naive_softmax(np.minimum(s, limit)))
+
+
+CH3_SPOTLIGHT_MISTAKES = {
+    "no shift: e^score overflows": (
+        ch3_spotlight_with(lambda s, x, p: ch3_naive_softmax(s)),
+        ("overflows", "Subtract the largest score"),
+    ),
+    "shift by the smallest score": (
+        ch3_spotlight_with(lambda s, x, p: ch3_naive_softmax(s - s.min())),
+        ("overflows", "Subtract the largest score"),
+    ),
+    "raw scores as weights": (lambda x, p: (x @ x[p]) @ x, ("raw scores as weights",)),
+    "e^score not divided by its sum": (lambda x, p: np.exp(x @ x[p]) @ x, ("without dividing",)),
+    "shifted but not divided by the sum": (
+        lambda x, p: np.exp(x @ x[p] - (x @ x[p]).max()) @ x,
+        ("without dividing by their sum", "add up to one"),
+    ),
+    "scores clipped at 700": (ch3_clipped(700.0), ("the same weight", "clipped", "DIFFERENCES")),
+    "scores clipped at 500": (ch3_clipped(500.0), ("the same weight", "clipped")),
+    "returns the weights": (
+        lambda x, p: ch3_stable_softmax(x @ x[p]),
+        ("returned 5 numbers", "weights"),
+    ),
+    "weighted sum of the scores": (
+        lambda x, p: ch3_stable_softmax(x @ x[p]) @ (x @ x[p]),
+        ("returned a single number", "not of their scores"),
+    ),
+    "plain average": (lambda x, p: x.mean(axis=0), ("plain average",)),
+    "own vector": (lambda x, p: x[p] + 0.0, ("own vector",)),
+    "scaled by √D": (
+        ch3_spotlight_with(lambda s, x, p: ch3_stable_softmax(s / np.sqrt(x.shape[1]))),
+        ("divided the scores by √D", "plain dot products"),
+    ),
+    "the token left out of its own average": (
+        ch3_spotlight_with(ch3_without_self),
+        ("left the token out of its own average",),
+    ),
+    "a column of x instead of a row": (
+        lambda x, p: ch3_stable_softmax(x @ x[:, p]) @ x,
+        ("one token per ROW", "x[position]"),
+    ),
+}
+
+
+def ch3_spotlight_loops(x, position):
+    scores = [float(x[position] @ row) for row in x]
+    largest = max(scores)
+    exponentials = [math.exp(score - largest) for score in scores]
+    total = sum(exponentials)
+    output = np.zeros(x.shape[1])
+    for weight, row in zip(exponentials, x, strict=True):
+        output += weight / total * row
+    return output
+
+
+def ch3_spotlight_log_sum_exp(x, position):
+    scores = np.einsum("td,d->t", x, x[position])
+    log_total = scores.max() + np.log(np.exp(scores - scores.max()).sum())
+    return np.einsum("t,td->d", np.exp(scores - log_total), x)
+
+
+CH3_SPOTLIGHT_VARIANTS = {
+    "loops and math.exp": ch3_spotlight_loops,
+    "einsum and log-sum-exp": ch3_spotlight_log_sum_exp,
+    "a Python list": lambda x, p: list(ch3_spotlight_output(x, p)),
+    "np.average": lambda x, p: np.average(x, axis=0, weights=ch3_stable_softmax(x @ x[p])),
+    "x.T @ weights": lambda x, p: x.T @ ch3_stable_softmax(x @ x[p]),
+    "row of the whole map": lambda x, p: (ch3_stable_softmax(x @ x.T) @ x)[p],
+    "float32 scores": lambda x, p: (
+        ch3_stable_softmax((x @ x[p]).astype(np.float32)).astype(np.float64) @ x
+    ),
+}
+
+
+def test_ch3_spotlight_output_uses_the_learners_name():
     def my_output(x, position):
         return None
 
-    assert_ch3_mistake(checker(my_output), "my_output(x, 0)", "forget the `return`")
-    assert_ch3_mistake(checker(lambda x, p: (x @ x[p]) @ x), "raw scores as weights")
-    assert_ch3_mistake(checker(lambda x, p: np.exp(x @ x[p]) @ x), "without dividing")
-    assert_ch3_mistake(
-        checker(lambda x, p: ch3_stable_softmax(x @ x[p]) @ (x @ x[p])),
-        "returned a single number",
-        "not of their scores",
-    )
-    assert_ch3_mistake(
-        checker(lambda x, p: ch3_stable_softmax(x @ x[p])), "returned 5 numbers", "weights"
-    )
-    assert_ch3_mistake(checker(lambda x, p: x.mean(axis=0)), "plain average")
-    assert_ch3_mistake(checker(lambda x, p: x[p] + 0.0), "own vector")
-
-    def naive(x, position):
-        weights = np.exp(x @ x[position])
-        return (weights / weights.sum()) @ x
-
-    assert_ch3_mistake(checker(naive), "overflows", "Subtract the largest score")
+    feedback = exercises.check_spotlight_output(my_output)
+    assert_ch3_mistake(feedback, "my_output(x, 0)", "forget the `return`")
 
 
-def test_ch3_batched_self_attention_names_typical_mistakes():
-    checker = exercises.check_batched_self_attention
+def test_ch3_spotlight_output_with_the_library_softmax_breaks_the_prompts_rule():
+    from selfattn_lib.softmax import softmax
 
-    def wrong_axis(x):
-        weights = ch3_stable_softmax(x @ x.transpose(0, 2, 1), axis=-2)
+    feedback = exercises.check_spotlight_output(lambda x, position: softmax(x @ x[position]) @ x)
+    assert feedback.attempted and not feedback.passed
+    assert "gives the right result, but it calls `selfattn_lib.softmax.softmax`" in feedback.message
+
+
+# --- Exercise 2: a whole batch at once ---
+
+
+def ch3_batched_with(weights_of):
+    """A batched_self_attention whose weights are ``weights_of(scores, x)``."""
+
+    def batched_self_attention(x):
+        weights = weights_of(x @ np.swapaxes(x, -1, -2), x)
         return weights @ x, weights
 
-    assert_ch3_mistake(checker(wrong_axis), "COLUMNS", "axis=-1")
+    return batched_self_attention
 
-    def full_transpose(x):
+
+def ch3_shift_then_divide(shift_axis, sum_axis, keepdims=True):
+    def weights_of(scores, x):
+        exponentials = np.exp(scores - scores.max(axis=shift_axis, keepdims=keepdims))
+        return exponentials / exponentials.sum(axis=sum_axis, keepdims=keepdims)
+
+    return ch3_batched_with(weights_of)
+
+
+def ch3_one_sequence_at_a_time(x):
+    pairs = [ch3_batched_self_attention(sequence[None]) for sequence in x]
+    return tuple(np.concatenate(parts) for parts in zip(*pairs, strict=True))
+
+
+def ch3_features_against_features(x):
+    weights = ch3_stable_softmax(np.einsum("btd,bte->bde", x, x))  # (B, D, D)
+    return np.einsum("bde,bte->btd", weights, x), weights
+
+
+CH3_BATCHED_MISTAKES = {
+    "x.T on a 3-D array": (
+        lambda x: (lambda w: (w @ x, w))(ch3_stable_softmax(x @ x.T)),
+        ("reverses ALL the axes", "swapaxes"),
+    ),
+    "softmax over the queries (axis 1)": (
+        ch3_batched_with(lambda s, x: ch3_stable_softmax(s, axis=1)),
+        ("COLUMNS", "axis=-1"),
+    ),
+    "softmax over the batch (axis 0)": (
+        ch3_batched_with(lambda s, x: ch3_stable_softmax(s, axis=0)),
+        ("across the BATCH (axis 0)", "axis=-1"),
+    ),
+    "the whole array normalised together": (
+        ch3_shift_then_divide(None, None, keepdims=False),
+        ("do not sum to one", "keepdims=True"),
+    ),
+    "the largest score of the whole batch subtracted": (
+        ch3_shift_then_divide(None, -1),
+        ("underflowed to 0", "each row's own maximum"),
+    ),
+    "the largest score of each sequence subtracted": (
+        ch3_shift_then_divide((1, 2), -1),
+        ("underflowed to 0", "each row's own maximum"),
+    ),
+    "max without keepdims": (
+        ch3_shift_then_divide(-1, -1, keepdims=False),
+        ("broadcast", "keepdims=True"),
+    ),
+    "no shift: e^score overflows": (
+        ch3_batched_with(lambda s, x: ch3_naive_softmax(s)),
+        ("overflows", "maximum"),
+    ),
+    "weights applied transposed": (
+        lambda x: (lambda o, w: (np.swapaxes(w, -1, -2) @ x, w))(*ch3_batched_self_attention(x)),
+        ("transposed weights",),
+    ),
+    "raw scores as weights": (ch3_batched_with(lambda s, x: s), ("are the raw scores", "softmax")),
+    "scaled by √D": (
+        ch3_batched_with(lambda s, x: ch3_stable_softmax(s / np.sqrt(x.shape[-1]))),
+        ("divided by √D", "no scaling"),
+    ),
+    "(weights, output) order": (
+        lambda x: ch3_batched_self_attention(x)[::-1],
+        ("returned (weights, output)",),
+    ),
+    "the output only": (lambda x: ch3_batched_self_attention(x)[0], ("pair (output",)),
+    "features scored against features": (ch3_features_against_features, ("(B, D, D)",)),
+    "a loop over the batch": (ch3_one_sequence_at_a_time, ("a loop runs once per item",)),
+}
+
+
+def ch3_batched_log_sum_exp(x):
+    scores = x @ np.swapaxes(x, -1, -2)
+    largest = scores.max(axis=-1, keepdims=True)
+    log_total = largest + np.log(np.exp(scores - largest).sum(axis=-1, keepdims=True))
+    weights = np.exp(scores - log_total)
+    return weights @ x, weights
+
+
+CH3_BATCHED_VARIANTS = {
+    "swapaxes": ch3_batched_with(lambda s, x: ch3_stable_softmax(s)),
+    "einsum": lambda x: (lambda w: (np.einsum("bts,bsd->btd", w, x), w))(
+        ch3_stable_softmax(np.einsum("btd,bsd->bts", x, x))
+    ),
+    ".mT and np.matmul": lambda x: (lambda w: (np.matmul(w, x), w))(ch3_stable_softmax(x @ x.mT)),
+    "log-sum-exp": ch3_batched_log_sum_exp,
+    "a list pair": lambda x: list(ch3_batched_self_attention(x)),
+    "float32 weights": lambda x: (lambda w: (w @ x, w))(
+        ch3_stable_softmax((x @ x.mT).astype(np.float32)).astype(np.float64)
+    ),
+}
+
+
+def test_ch3_batched_self_attention_accepts_torch():
+    torch = pytest.importorskip("torch")
+
+    def with_torch(x):
+        tensor = torch.tensor(x, requires_grad=True)
+        weights = torch.softmax(tensor @ tensor.mT, dim=-1)
+        return weights @ tensor, weights
+
+    feedback = exercises.check_batched_self_attention(with_torch)
+    assert feedback.passed, feedback.message
+
+
+# --- Exercise 3: who attends most to itself? ---
+
+
+def ch3_own_against(reference):
+    """An attends_most_to_itself comparing the own weight with ``reference(weights)``."""
+
+    def attends_most_to_itself(x):
         weights = ch3_stable_softmax(x @ x.T)
-        return weights @ x, weights
+        return np.diag(weights) >= reference(weights)
 
-    assert_ch3_mistake(checker(full_transpose), "reverses ALL the axes", "swapaxes")
-
-    def no_keepdims(x):
-        exponentials = np.exp(x @ x.transpose(0, 2, 1))
-        weights = exponentials / exponentials.sum()
-        return weights @ x, weights
-
-    assert_ch3_mistake(checker(no_keepdims), "do not sum to one")
-
-    def transposed_weights(x):
-        _, weights = ch3_batched_self_attention(x)
-        return weights.transpose(0, 2, 1) @ x, weights
-
-    assert_ch3_mistake(checker(transposed_weights), "transposed weights")
-    assert_ch3_mistake(checker(lambda x: ch3_batched_self_attention(x)[0]), "pair (output")
-
-    def naive(x):
-        exponentials = np.exp(x @ x.transpose(0, 2, 1))
-        weights = exponentials / exponentials.sum(axis=-1, keepdims=True)
-        return weights @ x, weights
-
-    assert_ch3_mistake(checker(naive), "overflow", "maximum")
+    return attends_most_to_itself
 
 
-def test_ch3_attends_most_to_itself_names_typical_mistakes():
-    checker = exercises.check_attends_most_to_itself
+def ch3_largest_of_the_others(scores):
+    return np.where(np.eye(len(scores), dtype=bool), -np.inf, scores).max(axis=-1)
 
-    def strict(x):
-        scores = x @ x.T
-        return np.diag(scores) > scores.max(axis=-1)
 
-    assert_ch3_mistake(checker(strict), "no token attends most to itself", ">=")
+def ch3_cosine(x):
+    unit = x / np.linalg.norm(x, axis=-1, keepdims=True)
+    scores = unit @ unit.T
+    return np.diag(scores) >= scores.max(axis=-1) - 1e-12
 
-    def by_argmax(x):
-        return np.argmax(x @ x.T, axis=-1) == np.arange(len(x))
 
-    assert_ch3_mistake(checker(by_argmax), "positions [4]", "argmax picks only the FIRST")
+def ch3_rounded(x):
+    weights = ch3_stable_softmax(x @ x.T).round(2)  # as printed
+    return np.diag(weights) >= weights.max(axis=-1)
 
-    def by_column(x):
-        weights = ch3_stable_softmax(x @ x.T)
-        return np.diag(weights) >= weights.max(axis=0)
 
-    assert_ch3_mistake(checker(by_column), "COLUMN")
-    assert_ch3_mistake(
-        checker(lambda x: ch3_attends_most_to_itself(x).astype(int)), "expected booleans"
-    )
-    assert_ch3_mistake(checker(lambda x: np.ones(len(x), dtype=bool)), "positions [0, 3]")
+CH3_ATTENDS_MISTAKES = {
+    "strict > against the row's maximum": (
+        lambda x: np.diag(x @ x.T) > (x @ x.T).max(axis=-1),
+        ("no token attends most to itself", ">="),
+    ),
+    "strict > against the others": (
+        lambda x: np.diag(x @ x.T) > ch3_largest_of_the_others(x @ x.T),
+        ("positions [2, 4]", "identical copy", ">=, not >"),
+    ),
+    "argmax": (
+        lambda x: np.argmax(x @ x.T, axis=-1) == np.arange(len(x)),
+        ("positions [4]", "argmax picks only the FIRST"),
+    ),
+    "down the columns": (ch3_own_against(lambda w: w.max(axis=0)), ("COLUMN",)),
+    "cosine similarity": (ch3_cosine, ("every token attends most to itself", "cosine")),
+    "always True": (lambda x: np.ones(len(x), dtype=bool), ("positions [0, 3]", "equal length")),
+    "weights rounded as printed": (ch3_rounded, ("close to its row's largest", "rounding")),
+    "a tolerance of 0.02": (
+        lambda x: (lambda w: np.isclose(np.diag(w), w.max(axis=-1), atol=0.02))(
+            ch3_stable_softmax(x @ x.T)
+        ),
+        ("close to its row's largest", "tolerance"),
+    ),
+    "own weight against 1/T": (ch3_own_against(lambda w: 1 / len(w)), ("1/T",)),
+    "the maximum of the whole matrix": (ch3_own_against(lambda w: w.max()), ("WHOLE matrix",)),
+    "0/1 integers": (
+        lambda x: ch3_attends_most_to_itself(x).astype(int),
+        ("expected booleans",),
+    ),
+    "the weights themselves": (
+        lambda x: np.diag(ch3_stable_softmax(x @ x.T)),
+        ("expected booleans",),
+    ),
+    "the positions of the True ones": (
+        lambda x: np.flatnonzero(ch3_attends_most_to_itself(x)),
+        ("token positions", "one True or False per token"),
+    ),
+}
+
+
+def ch3_attends_loops(x):
+    answer = []
+    for t in range(len(x)):
+        own = x[t] @ x[t]
+        answer.append(all(own >= x[t] @ other for other in x))
+    return np.array(answer)
+
+
+CH3_ATTENDS_VARIANTS = {
+    "weights and >=": ch3_own_against(lambda w: w.max(axis=-1)),
+    "einsum for the own score": lambda x: np.einsum("td,td->t", x, x) >= (x @ x.T).max(axis=-1),
+    "the largest of the others": lambda x: np.diag(x @ x.T) >= ch3_largest_of_the_others(x @ x.T),
+    "== the row's maximum": lambda x: np.diag(x @ x.T) == (x @ x.T).max(axis=-1),
+    "isclose or >=": lambda x: (
+        (np.diag(x @ x.T) >= (x @ x.T).max(axis=-1))
+        | np.isclose(np.diag(x @ x.T), (x @ x.T).max(axis=-1))
+    ),
+    "scores down the columns (they are symmetric)": lambda x: (
+        np.diag(x @ x.T) >= (x @ x.T).max(axis=0)
+    ),
+    "loops": ch3_attends_loops,
+    "a list of bools": lambda x: [bool(b) for b in ch3_attends_most_to_itself(x)],
+}
+
+
+def test_ch3_attends_most_to_itself_names_a_slip_only_if_it_explains_every_input():
+    # Rounded weights err where looking down the columns also errs on the sentence, but not
+    # on the other inputs: the feedback must not blame the columns.
+    feedback = exercises.check_attends_most_to_itself(ch3_rounded)
+    assert "COLUMN" not in feedback.message, feedback.message
 
 
 def test_ch3_attends_most_to_itself_tolerates_rounding_of_the_own_score():
@@ -146,37 +396,105 @@ def test_ch3_attends_most_to_itself_tolerates_rounding_of_the_own_score():
     assert exercises.check_attends_most_to_itself(two_ways).passed
 
 
-def test_ch3_batched_self_attention_accepts_a_list_pair():
-    def as_list(x):
-        output, weights = ch3_batched_self_attention(x)
-        return [output, weights]
-
-    assert exercises.check_batched_self_attention(as_list).passed
+# --- Exercise 4: undo the shuffle ---
 
 
 def ch3_unshuffle(shuffled, order):
     return shuffled[np.argsort(order)]
 
 
-def test_ch3_unshuffle_passes_both_inverses_and_names_typical_mistakes():
-    checker = exercises.check_unshuffle
-    assert checker(ch3_unshuffle).passed
+def ch3_unshuffle_in_place(shuffled, order):
+    shuffled[order] = shuffled.copy()
+    return shuffled
 
-    def by_assignment(shuffled, order):
-        original = np.empty_like(shuffled)
-        original[order] = shuffled
-        return original
 
-    assert checker(by_assignment).passed
-    assert not checker(ch3_stub).attempted
-    assert_ch3_mistake(checker(lambda s, o: s[o]), "a second time", "np.argsort(order)")
-    assert_ch3_mistake(checker(lambda s, o: s + 0.0), "shuffled rows unchanged")
-    assert_ch3_mistake(checker(lambda s, o: s[:3]), "returned shape (3, 3), expected (5, 3)")
+def ch3_unshuffle_sorting_order(shuffled, order):
+    order.sort()
+    return shuffled[order]
 
+
+CH3_UNSHUFFLE_MISTAKES = {
+    "the shuffle applied again": (lambda s, o: s[o], ("a second time", "np.argsort(order)")),
+    "the rows unchanged": (lambda s, o: s + 0.0, ("shuffled rows unchanged",)),
+    "np.take without an axis": (
+        lambda s, o: np.take(s, np.argsort(o)),
+        ("flattened", "axis=0"),
+    ),
+    "the inverse permutation itself": (lambda s, o: np.argsort(o), ("inverse permutation",)),
+    "the values sorted": (lambda s, o: np.sort(s, axis=0), ("sorted the values",)),
+    "the rows sorted by their first number": (
+        lambda s, o: s[np.argsort(s[:, 0])],
+        ("sorted the values",),
+    ),
+    "shuffled changed in place": (ch3_unshuffle_in_place, ("`shuffled` in place",)),
+    "order sorted in place": (ch3_unshuffle_sorting_order, ("`order` in place",)),
+    "some rows only": (lambda s, o: s[:3], ("returned shape (3, 3), expected (5, 3)",)),
+}
+
+
+def ch3_unshuffle_by_assignment(shuffled, order):
+    original = np.empty_like(shuffled)
+    original[order] = shuffled
+    return original
+
+
+def ch3_unshuffle_loop(shuffled, order):
+    inverse = [0] * len(order)
+    for position, source in enumerate(order):
+        inverse[source] = position
+    return shuffled[inverse]
+
+
+CH3_UNSHUFFLE_VARIANTS = {
+    "by assignment": ch3_unshuffle_by_assignment,
+    "an inverse built in a loop": ch3_unshuffle_loop,
+    "np.take with axis=0": lambda s, o: np.take(s, np.argsort(o), axis=0),
+    "a list of lists": lambda s, o: [list(row) for row in ch3_unshuffle(s, o)],
+    "sorted pairs": lambda s, o: np.array(
+        [row for _, row in sorted(zip(o, s, strict=True), key=lambda p: p[0])]
+    ),
+}
+
+
+def test_ch3_unshuffle_uses_the_learners_name():
     def my_unshuffle(shuffled, order):
         return None
 
-    assert_ch3_mistake(checker(my_unshuffle), "my_unshuffle(shuffled", "forget the `return`")
+    feedback = exercises.check_unshuffle(my_unshuffle)
+    assert_ch3_mistake(feedback, "my_unshuffle(shuffled", "forget the `return`")
+
+
+# Every checker's tables: each mistake is rejected with the words that name its cause, each
+# correct variant passes.
+CH3_TABLES = (
+    (exercises.check_spotlight_output, CH3_SPOTLIGHT_MISTAKES, CH3_SPOTLIGHT_VARIANTS),
+    (exercises.check_batched_self_attention, CH3_BATCHED_MISTAKES, CH3_BATCHED_VARIANTS),
+    (exercises.check_attends_most_to_itself, CH3_ATTENDS_MISTAKES, CH3_ATTENDS_VARIANTS),
+    (exercises.check_unshuffle, CH3_UNSHUFFLE_MISTAKES, CH3_UNSHUFFLE_VARIANTS),
+)
+CH3_MISTAKES = {
+    f"{checker.__name__}: {mistake}": (checker, *entry)
+    for checker, mistakes, _ in CH3_TABLES
+    for mistake, entry in mistakes.items()
+}
+CH3_VARIANTS = {
+    f"{checker.__name__}: {variant}": (checker, answer)
+    for checker, _, variants in CH3_TABLES
+    for variant, answer in variants.items()
+}
+
+
+@pytest.mark.parametrize("case", CH3_MISTAKES)
+def test_ch3_checkers_name_the_cause_of_each_plausible_mistake(case):
+    checker, wrong, fragments = CH3_MISTAKES[case]
+    assert_ch3_mistake(checker(wrong), *fragments)
+
+
+@pytest.mark.parametrize("case", CH3_VARIANTS)
+def test_ch3_checkers_accept_correct_variants(case):
+    checker, answer = CH3_VARIANTS[case]
+    feedback = checker(answer)
+    assert feedback.passed, feedback.message
 
 
 # Every checker of the chapter with a correct answer: test_exercises_registry.py runs them.
@@ -186,19 +504,18 @@ REFERENCES = {
 }
 
 
-def test_ch3_batched_self_attention_rejects_a_loop_over_the_batch():
-    def one_at_a_time(x):
-        pairs = [ch3_batched_self_attention(sequence[None]) for sequence in x]
-        return tuple(np.concatenate(parts) for parts in zip(*pairs, strict=True))
+# Wrong answers the checkers reject without naming a cause (none of their known slips gives
+# these numbers): the feedback says where the result is off.
+CH3_REJECTED_UNNAMED = {
+    "unshuffle: the rows reversed": (exercises.check_unshuffle, lambda s, o: s[::-1]),
+    "attends_most_to_itself: the nearest vector": (
+        exercises.check_attends_most_to_itself,
+        lambda x: np.argmin(((x[:, None] - x[None]) ** 2).sum(-1), axis=-1) == np.arange(len(x)),
+    ),
+}
 
-    assert_ch3_mistake(
-        exercises.check_batched_self_attention(one_at_a_time), "a loop runs once per item"
-    )
 
-
-def test_ch3_spotlight_output_with_the_library_softmax_breaks_the_prompts_rule():
-    from selfattn_lib.softmax import softmax
-
-    feedback = exercises.check_spotlight_output(lambda x, position: softmax(x @ x[position]) @ x)
-    assert feedback.attempted and not feedback.passed
-    assert "gives the right result, but it calls `selfattn_lib.softmax.softmax`" in feedback.message
+@pytest.mark.parametrize("mistake", CH3_REJECTED_UNNAMED)
+def test_ch3_checkers_reject_mistakes_they_cannot_name(mistake):
+    checker, wrong = CH3_REJECTED_UNNAMED[mistake]
+    assert_ch3_mistake(checker(wrong), "wrong at positions" if "attends" in mistake else "is off")

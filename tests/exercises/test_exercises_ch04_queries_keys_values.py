@@ -1,6 +1,10 @@
 """Tests of the checkers of chapter 4 (selfattn_lib.exercises.ch04_queries_keys_values): each names
 the mistake in typical wrong answers and accepts the usual correct alternatives. What every
-checker promises is tested once, over REFERENCES, in test_exercises_registry.py."""
+checker promises is tested once, over REFERENCES, in test_exercises_registry.py.
+
+For every checker, the tables below hold plausible wrong answers written from the exercise's
+prompt alone (each with the words of the feedback that name its cause) and correct variants
+(loops, einsum, other libraries, other dtypes), which must pass."""
 
 import numpy as np
 import pytest
@@ -67,86 +71,7 @@ def assert_ch4_mistake(feedback, *fragments):
         assert fragment in feedback.message, feedback.message
 
 
-def test_ch4_one_query_attention_names_the_scaling_mistakes():
-    def unscaled(x, i, w_q, w_k, w_v):
-        return ch4_one_query_attention(x, i, w_q, w_k, w_v, divide_by=1.0)
-
-    def by_d_k(x, i, w_q, w_k, w_v):
-        return ch4_one_query_attention(x, i, w_q, w_k, w_v, divide_by=w_q.shape[1])
-
-    def by_sqrt_d(x, i, w_q, w_k, w_v):
-        return ch4_one_query_attention(x, i, w_q, w_k, w_v, divide_by=np.sqrt(x.shape[1]))
-
-    check = exercises.check_one_query_attention
-    assert_ch4_mistake(check(unscaled), "unscaled(x, 0, w_q, w_k, w_v)", "did not divide")
-    assert_ch4_mistake(check(by_d_k), "divided the scores by d_k = 3 instead of √d_k")
-    assert_ch4_mistake(check(by_sqrt_d), "√D = √4 (the token size)")
-
-
-def test_ch4_one_query_attention_names_order_and_role_mistakes():
-    def w_times_x(x, i, w_q, w_k, w_v):
-        q, k, v = w_q @ x[i], w_k @ x, w_v @ x
-        weights = ch4_softmax(k @ q / np.sqrt(len(q)))
-        return weights @ v, weights
-
-    def swapped(x, i, w_q, w_k, w_v):
-        return ch4_one_query_attention(x, i, w_k, w_q, w_v)
-
-    def unweighted(x, i, w_q, w_k, w_v):
-        _, weights = ch4_one_query_attention(x, i, w_q, w_k, w_v)
-        return (x @ w_v).sum(axis=0), weights
-
-    check = exercises.check_one_query_attention
-    assert_ch4_mistake(check(w_times_x), "ValueError", "the projection is x @ w")
-    assert_ch4_mistake(check(swapped), "use W_K for the query and W_Q for the keys")
-    assert_ch4_mistake(check(unweighted), "ignores the weights")
-    assert_ch4_mistake(check(lambda *a: 3), "must return a pair (output, weights)")
-
-
-def test_ch4_design_projections_names_shape_and_strength_mistakes():
-    check = exercises.check_design_projections
-    transposed = check(lambda: (np.ones((1, 8)), np.ones((1, 8))))
-    assert_ch4_mistake(transposed, "shape (1, 8) (it looks transposed)", "needs 8 rows")
-    unequal = check(lambda: (np.ones((8, 3)), np.ones((8, 2))))
-    assert_ch4_mistake(unequal, "w_q has 3 columns and w_k has 2", "same length d_k")
-    too_weak = check(lambda: ch4_one_feature_head("animal", 50.0))
-    assert_ch4_mistake(too_weak, "'cat' gets 0.893, not 0.9", "'it' attends most to 'cat'")
-    identity = check(lambda: (np.eye(8), np.eye(8)))
-    assert_ch4_mistake(identity, "'cat' gets 0.136, not 0.9")
-
-
-def test_ch4_design_projections_names_a_query_that_it_and_because_share():
-    check = exercises.check_design_projections
-    # The chapter's head, made sharp enough for "it": "because" asks exactly the same.
-    shared = check(lambda: ch4_one_feature_head("grammar", 80.0))
-    assert_ch4_mistake(shared, "'it' and 'because' get the same query", "feature by feature")
-    mixed = ch4_one_feature_head("animal", 60.0)
-    mixed[0][CH4_FEATURE["grammar"], 0] = 5.0  # grammar still makes "because" ask for "cat"
-    leaky = check(lambda: mixed)
-    assert_ch4_mistake(leaky, "'because' puts 0.646 there", "'it' has and 'because' has not")
-
-
-def test_ch4_cross_attention_names_axis_and_source_mistakes():
-    def self_attention(x_q, x_kv, w_q, w_k, w_v):
-        return ch4_cross_attention(x_q, x_q, w_q, w_k, w_v)
-
-    def wrong_axis(x_q, x_kv, w_q, w_k, w_v):
-        return ch4_cross_attention(x_q, x_kv, w_q, w_k, w_v, axis=0)
-
-    def transposed(x_q, x_kv, w_q, w_k, w_v):
-        output, weights = ch4_cross_attention(x_q, x_kv, w_q, w_k, w_v)
-        return output, weights.T
-
-    check = exercises.check_cross_attention
-    assert_ch4_mistake(check(self_attention), "= (T_q, T_q)", "must come from x_kv")
-    assert_ch4_mistake(check(wrong_axis), "columns summing to 1", "axis=-1")
-    assert_ch4_mistake(check(transposed), "= (T_k, T_q)", "one row per QUERY")
-
-
-# Every checker of the chapter with a correct answer: test_exercises_registry.py runs them.
-REFERENCES = {
-    **{checker.__name__: solution for checker, solution in CH4_CHECKERS.values()},
-}
+# --- Exercise 1: one query, from tokens to output ---
 
 
 def ch4_every_query(x, i, w_q, w_k, w_v, transposed=False):
@@ -155,6 +80,422 @@ def ch4_every_query(x, i, w_q, w_k, w_v, transposed=False):
     k, v = x @ w_k, x @ w_v
     weights = ch4_softmax(k @ q[i] / np.sqrt(q.shape[-1]))
     return weights @ v, weights
+
+
+def ch4_one_query_with(weights_of, output_of=None):
+    """A one_query_attention whose weights are ``weights_of(q, k, x, i)`` (q: all queries) and
+    whose output is ``output_of(weights, x, k, v)`` (the weighted values by default)."""
+
+    def one_query_attention(x, i, w_q, w_k, w_v):
+        q_i, k, v = x[i] @ w_q, x @ w_k, x @ w_v
+        weights = weights_of(q_i, k, x, i, w_q)
+        output = weights @ v if output_of is None else output_of(weights, x, k, v)
+        return output, weights
+
+    return one_query_attention
+
+
+def ch4_scaled_by(divide_by):
+    return ch4_one_query_with(lambda q, k, x, i, w_q: ch4_softmax(k @ q / divide_by(x, q)))
+
+
+def ch4_column_softmax(q_i, k, x, i, w_q):
+    scores = (x @ w_q) @ k.T / np.sqrt(k.shape[1])  # (T, T)
+    return ch4_softmax(scores, axis=0)[:, i]
+
+
+def ch4_without_self(q_i, k, x, i, w_q):
+    scores = k @ q_i / np.sqrt(len(q_i))
+    scores[i] = -np.inf
+    return ch4_softmax(scores)
+
+
+def ch4_swapped_everywhere(x, i, w_q, w_k, w_v):
+    q, k, v = x @ w_k, x @ w_q, x @ w_v  # the whole matrix, roles swapped
+    weights = ch4_softmax(q @ k.T / np.sqrt(q.shape[1]))[i]
+    return weights @ v, weights
+
+
+def ch4_w_times_x(x, i, w_q, w_k, w_v):
+    q, k, v = w_q @ x[i], w_k @ x, w_v @ x
+    weights = ch4_softmax(k @ q / np.sqrt(len(q)))
+    return weights @ v, weights
+
+
+CH4_ONE_QUERY_MISTAKES = {
+    "every query projected": (ch4_every_query, ("made 60 multiplications with w_q",)),
+    "no division by √d_k": (ch4_scaled_by(lambda x, q: 1.0), ("did not divide",)),
+    "divided by d_k": (
+        ch4_scaled_by(lambda x, q: len(q)),
+        ("divided the dot products by d_k = 3 instead of √d_k",),
+    ),
+    "divided by √D": (
+        ch4_scaled_by(lambda x, q: np.sqrt(x.shape[1])),
+        ("√D = √4 (the tokens' dimension)",),
+    ),
+    "divided by √T": (ch4_scaled_by(lambda x, q: np.sqrt(len(x))), ("√T (the number of tokens)",)),
+    "w_q and w_k swapped": (
+        lambda x, i, w_q, w_k, w_v: ch4_one_query_attention(x, i, w_k, w_q, w_v),
+        ("use W_K for the query and W_Q for the keys",),
+    ),
+    "softmax down a column of the whole matrix": (
+        ch4_one_query_with(ch4_column_softmax),
+        ("softmax ran down column", "over the queries, axis 0"),
+    ),
+    "w_q and w_k swapped in the whole matrix": (
+        ch4_swapped_everywhere,
+        ("score key", "w_q and w_k are swapped"),
+    ),
+    "W @ x": (ch4_w_times_x, ("ValueError", "the projection is x @ w")),
+    "no softmax": (
+        ch4_one_query_with(lambda q, k, x, i, w_q: k @ q / np.sqrt(len(q))),
+        ("scaled scores: apply softmax",),
+    ),
+    "the query's own key left out": (ch4_one_query_with(ch4_without_self), ("leave token",)),
+    "the token vectors scored, as in chapter 3": (
+        ch4_one_query_with(lambda q, k, x, i, w_q: ch4_softmax(x @ x[i] / np.sqrt(len(q)))),
+        ("score the token vectors", "x_j @ w_k"),
+    ),
+    "the token vectors weighted": (
+        ch4_one_query_with(
+            lambda q, k, x, i, w_q: ch4_softmax(k @ q / np.sqrt(len(q))),
+            lambda weights, x, k, v: weights @ x,
+        ),
+        ("weights the token vectors", "x_j @ w_v"),
+    ),
+    "the keys weighted": (
+        ch4_one_query_with(
+            lambda q, k, x, i, w_q: ch4_softmax(k @ q / np.sqrt(len(q))),
+            lambda weights, x, k, v: weights @ k,
+        ),
+        ("weights the keys",),
+    ),
+    "the values summed without weights": (
+        ch4_one_query_with(
+            lambda q, k, x, i, w_q: ch4_softmax(k @ q / np.sqrt(len(q))),
+            lambda weights, x, k, v: v.sum(axis=0),
+        ),
+        ("ignores the weights",),
+    ),
+    "the mean of the values": (
+        ch4_one_query_with(
+            lambda q, k, x, i, w_q: ch4_softmax(k @ q / np.sqrt(len(q))),
+            lambda weights, x, k, v: v.mean(axis=0),
+        ),
+        ("ignores the weights",),
+    ),
+    "(weights, output) order": (
+        lambda *args: ch4_one_query_attention(*args)[::-1],
+        ("returned (weights, output)",),
+    ),
+    "not a pair": (lambda *args: 3, ("must return a pair (output, weights)",)),
+}
+
+
+def ch4_one_query_loops(x, i, w_q, w_k, w_v):
+    q = x[i] @ w_q
+    scores = np.array([q @ (row @ w_k) for row in x]) / np.sqrt(len(q))
+    weights = ch4_softmax(scores)
+    output = np.zeros(w_v.shape[1])
+    for weight, row in zip(weights, x, strict=True):
+        output += weight * (row @ w_v)
+    return output, weights
+
+
+CH4_ONE_QUERY_VARIANTS = {
+    "loops": ch4_one_query_loops,
+    "einsum": lambda x, i, w_q, w_k, w_v: (lambda w: (np.einsum("t,tv->v", w, x @ w_v), w))(
+        ch4_softmax(
+            np.einsum("k,tk->t", np.einsum("d,dk->k", x[i], w_q), x @ w_k) / np.sqrt(w_q.shape[1])
+        )
+    ),
+    "a (1, d_k) query": lambda x, i, w_q, w_k, w_v: (lambda w: (w @ (x @ w_v), w))(
+        ch4_softmax((x[i : i + 1] @ w_q) @ (x @ w_k).T / np.sqrt(w_k.shape[1]))[0]
+    ),
+    "w_qᵀ @ x_i": lambda x, i, w_q, w_k, w_v: (lambda w: (w @ (x @ w_v), w))(
+        ch4_softmax((x @ w_k) @ (w_q.T @ x[i]) / np.sqrt(w_q.shape[1]))
+    ),
+    "w_q divided by √d_k first": lambda x, i, w_q, w_k, w_v: ch4_one_query_attention(
+        x, i, w_q / np.sqrt(w_q.shape[1]), w_k, w_v, divide_by=1.0
+    ),
+    "weights @ x, then @ w_v": lambda x, i, w_q, w_k, w_v: (lambda w: ((w @ x) @ w_v, w))(
+        ch4_one_query_attention(x, i, w_q, w_k, w_v)[1]
+    ),
+    "lists": lambda *args: [list(part) for part in ch4_one_query_attention(*args)],
+    "an unstable softmax (no overflow here)": lambda x, i, w_q, w_k, w_v: (
+        lambda e: ((e / e.sum()) @ (x @ w_v), e / e.sum())
+    )(np.exp((x @ w_k) @ (x[i] @ w_q) / np.sqrt(w_q.shape[1]))),
+}
+
+
+def test_ch4_one_query_attention_accepts_torch():
+    torch = pytest.importorskip("torch")
+
+    def with_torch(x, i, w_q, w_k, w_v):
+        x, w_q, w_k, w_v = (torch.from_numpy(a) for a in (x, w_q, w_k, w_v))
+        q, k, v = x[i] @ w_q, x @ w_k, x @ w_v
+        weights = torch.softmax(k @ q / q.shape[0] ** 0.5, dim=0)
+        return weights @ v, weights
+
+    feedback = exercises.check_one_query_attention(with_torch)
+    assert feedback.passed, feedback.message
+
+
+def test_ch4_one_query_attention_uses_the_learners_name():
+    def unscaled(x, i, w_q, w_k, w_v):
+        return ch4_one_query_attention(x, i, w_q, w_k, w_v, divide_by=1.0)
+
+    feedback = exercises.check_one_query_attention(unscaled)
+    assert_ch4_mistake(feedback, "unscaled(x, 0, w_q, w_k, w_v)", "did not divide")
+
+
+# --- Exercise 3: tell "it" from "because" ---
+
+
+def ch4_leaky_head():
+    w_q, w_k = ch4_one_feature_head("animal", 60.0)
+    w_q[CH4_FEATURE["grammar"], 0] = 5.0  # grammar still makes "because" ask for "cat"
+    return w_q, w_k
+
+
+def ch4_the_chapters_head(strength):
+    w_q, w_k = np.zeros((8, 2)), np.zeros((8, 2))
+    w_q[CH4_FEATURE["grammar"]] = strength, -strength
+    w_k[CH4_FEATURE["animal"], 0] = w_k[CH4_FEATURE["grammar"], 1] = 1.0
+    return w_q, w_k
+
+
+CH4_DESIGN_MISTAKES = {
+    "transposed": (
+        lambda: (np.ones((1, 8)), np.ones((1, 8))),
+        ("shape (1, 8) (it looks transposed)", "needs 8 rows"),
+    ),
+    "vectors, not matrices": (
+        lambda: tuple(m[:, 0] for m in ch4_design_projections()),
+        ("must be a matrix (D, d_k)",),
+    ),
+    "different d_k": (
+        lambda: (np.ones((8, 3)), np.ones((8, 2))),
+        ("w_q has 3 columns and w_k has 2", "same dimension d_k"),
+    ),
+    "d_k = 0": (lambda: (np.zeros((8, 0)), np.zeros((8, 0))), ("d_k must be at least 1",)),
+    "entries so large the scores overflow": (
+        lambda: tuple(1e200 * m for m in ch4_design_projections()),
+        ("do not fit in a float64", "smaller entries"),
+    ),
+    "NaN entries": (lambda: (np.full((8, 1), np.nan), np.ones((8, 1))), ("NaN or infinity",)),
+    "too weak (c = 50)": (
+        lambda: ch4_one_feature_head("animal", 50.0),
+        ("'cat' gets 0.893, not 0.9", "'it' attends most to 'cat'", "a few units larger"),
+    ),
+    "identity projections": (lambda: (np.eye(8), np.eye(8)), ("'cat' gets 0.136, not 0.9",)),
+    "the key reads the wrong feature": (
+        lambda: ch4_one_feature_head("animal", 60.0, key_feature="grammar"),
+        ("'it' attends most to 'because'",),
+    ),
+    "the chapter's head": (
+        lambda: ch4_the_chapters_head(8.0),
+        ("'it' and 'because' get the same query", "feature by feature"),
+    ),
+    "the chapter's head, sharper": (
+        lambda: ch4_one_feature_head("grammar", 80.0),
+        ("'it' and 'because' get the same query",),
+    ),
+    "a query that still reads grammar": (
+        ch4_leaky_head,
+        ("'because' puts 0.646 there", "'it' has and 'because' has not"),
+    ),
+    "three matrices": (
+        lambda: (*ch4_design_projections(), np.eye(8)),
+        ("must return a pair (w_q, w_k)",),
+    ),
+}
+
+
+def ch4_two_column_head():
+    w_q, w_k = np.zeros((8, 2)), np.zeros((8, 2))
+    w_q[CH4_FEATURE["animal"]] = 60.0, 60.0
+    w_k[CH4_FEATURE["animal"], 0] = w_k[CH4_FEATURE["domestic"], 1] = 1.0
+    return w_q, w_k
+
+
+CH4_DESIGN_VARIANTS = {
+    "d_k = 2, an animal and a domestic key": ch4_two_column_head,
+    "lists of lists": lambda: tuple(m.tolist() for m in ch4_design_projections()),
+    "integers": lambda: tuple(m.astype(int) for m in ch4_one_feature_head("animal", 100.0)),
+    "a domestic key": lambda: ch4_one_feature_head("animal", 60.0, key_feature="domestic"),
+}
+
+
+# --- Exercise 2: cross-attention ---
+
+
+def ch4_cross_with(project, weights_of=None, output_of=None):
+    """A cross_attention: ``project(x_q, x_kv, w_q, w_k, w_v) -> (q, k, v)``, then the weights
+    ``weights_of(q, k)`` and the output ``output_of(weights, q, k, v, x_kv)``."""
+
+    def cross_attention(x_q, x_kv, w_q, w_k, w_v):
+        q, k, v = project(x_q, x_kv, w_q, w_k, w_v)
+        if weights_of is None:
+            weights = ch4_softmax(q @ k.T / np.sqrt(q.shape[-1]))
+        else:
+            weights = weights_of(q, k)
+        output = weights @ v if output_of is None else output_of(weights, q, k, v, x_kv)
+        return output, weights
+
+    return cross_attention
+
+
+def ch4_cross_projections(x_q, x_kv, w_q, w_k, w_v):
+    return x_q @ w_q, x_kv @ w_k, x_kv @ w_v
+
+
+def ch4_cross_weights(weights_of):
+    return ch4_cross_with(ch4_cross_projections, weights_of)
+
+
+def ch4_cross_normalised(shift_axis, keepdims, sum_axis=-1):
+    """A cross_attention whose softmax subtracts the maximum over ``shift_axis`` and divides by
+    the sum over ``sum_axis``."""
+
+    def weights_of(q, k):
+        scores = q @ k.T / np.sqrt(q.shape[-1])
+        exponentials = np.exp(scores - scores.max(axis=shift_axis, keepdims=keepdims))
+        return exponentials / exponentials.sum(axis=sum_axis, keepdims=keepdims)
+
+    return ch4_cross_weights(weights_of)
+
+
+CH4_CROSS_MISTAKES = {
+    "keys and values from x_q": (
+        ch4_cross_with(lambda x_q, x_kv, w_q, w_k, w_v: (x_q @ w_q, x_q @ w_k, x_q @ w_v)),
+        ("= (T_q, T_q)", "must come from x_kv"),
+    ),
+    "queries from x_kv": (
+        ch4_cross_with(lambda x_q, x_kv, w_q, w_k, w_v: (x_kv @ w_q, x_kv @ w_k, x_kv @ w_v)),
+        ("= (T_k, T_k)", "must come from x_q"),
+    ),
+    "the two sequences swapped": (
+        ch4_cross_with(lambda x_q, x_kv, w_q, w_k, w_v: (x_kv @ w_q, x_q @ w_k, x_q @ w_v)),
+        ("queries were made from x_kv and the keys from x_q",),
+    ),
+    "values from x_q": (
+        ch4_cross_with(lambda x_q, x_kv, w_q, w_k, w_v: (x_q @ w_q, x_kv @ w_k, x_q @ w_v)),
+        ("ValueError", "which come from x_kv"),
+    ),
+    "weights transposed": (
+        lambda *args: (lambda o, w: (o, w.T))(*ch4_cross_attention(*args)),
+        ("= (T_k, T_q)", "one row per QUERY"),
+    ),
+    "softmax over the queries (axis 0)": (
+        lambda *args: ch4_cross_attention(*args, axis=0),
+        ("columns summing to 1", "axis=-1"),
+    ),
+    "no division by √d_k": (
+        ch4_cross_weights(lambda q, k: ch4_softmax(q @ k.T)),
+        ("divide the dot products by √d_k",),
+    ),
+    "divided by d_k": (
+        ch4_cross_weights(lambda q, k: ch4_softmax(q @ k.T / q.shape[-1])),
+        ("not by d_k = 3",),
+    ),
+    "divided by √D": (
+        ch4_cross_weights(lambda q, k: ch4_softmax(q @ k.T / 2.0)),
+        ("not by √D (the tokens' dimension)",),
+    ),
+    "divided by √T_k": (
+        ch4_cross_weights(lambda q, k: ch4_softmax(q @ k.T / np.sqrt(len(k)))),
+        ("not by √T_k (the number of keys)",),
+    ),
+    "no softmax": (
+        ch4_cross_weights(lambda q, k: q @ k.T / np.sqrt(q.shape[-1])),
+        ("scaled scores: apply softmax",),
+    ),
+    "the whole matrix normalised together": (
+        ch4_cross_normalised(None, False, sum_axis=None),
+        ("the whole matrix sums to one", "keepdims=True"),
+    ),
+    "max and sum without keepdims": (
+        ch4_cross_normalised(-1, False),
+        ("broadcast", "keepdims=True"),
+    ),
+    "values made with w_k": (
+        ch4_cross_with(lambda x_q, x_kv, w_q, w_k, w_v: (x_q @ w_q, x_kv @ w_k, x_kv @ w_k)),
+        ("weights the keys x_kv @ w_k", "x_kv @ w_v"),
+    ),
+    "the token vectors weighted": (
+        ch4_cross_with(ch4_cross_projections, output_of=lambda w, q, k, v, x_kv: w @ x_kv),
+        ("weights the token vectors x_kv", "x_kv @ w_v"),
+    ),
+    "(weights, output) order": (
+        lambda *args: ch4_cross_attention(*args)[::-1],
+        ("returned (weights, output)",),
+    ),
+}
+
+
+def ch4_cross_loop(x_q, x_kv, w_q, w_k, w_v):
+    outputs, weights = [], []
+    k, v = x_kv @ w_k, x_kv @ w_v
+    for token in x_q:
+        q = token @ w_q
+        row = ch4_softmax(k @ q / np.sqrt(len(q)))
+        weights.append(row)
+        outputs.append(row @ v)
+    return np.array(outputs), np.array(weights)
+
+
+CH4_CROSS_VARIANTS = {
+    "one query at a time": ch4_cross_loop,
+    "einsum": ch4_cross_with(
+        ch4_cross_projections,
+        lambda q, k: ch4_softmax(np.einsum("qd,kd->qk", q, k) / np.sqrt(k.shape[1])),
+    ),
+    "the largest score of the whole matrix subtracted": ch4_cross_normalised(None, True),
+    "w_q divided by √d_k first": ch4_cross_with(
+        lambda x_q, x_kv, w_q, w_k, w_v: (x_q @ (w_q / np.sqrt(3)), x_kv @ w_k, x_kv @ w_v),
+        lambda q, k: ch4_softmax(q @ k.T),
+    ),
+    "lists": lambda *args: tuple(part.tolist() for part in ch4_cross_attention(*args)),
+}
+
+
+# Every checker's tables: each mistake is rejected with the words that name its cause, each
+# correct variant passes.
+CH4_TABLES = (
+    (exercises.check_one_query_attention, CH4_ONE_QUERY_MISTAKES, CH4_ONE_QUERY_VARIANTS),
+    (exercises.check_design_projections, CH4_DESIGN_MISTAKES, CH4_DESIGN_VARIANTS),
+    (exercises.check_cross_attention, CH4_CROSS_MISTAKES, CH4_CROSS_VARIANTS),
+)
+CH4_MISTAKES = {
+    f"{checker.__name__}: {mistake}": (checker, *entry)
+    for checker, mistakes, _ in CH4_TABLES
+    for mistake, entry in mistakes.items()
+}
+CH4_VARIANTS = {
+    f"{checker.__name__}: {variant}": (checker, answer)
+    for checker, _, variants in CH4_TABLES
+    for variant, answer in variants.items()
+}
+
+
+@pytest.mark.parametrize("case", CH4_MISTAKES)
+def test_ch4_checkers_name_the_cause_of_each_plausible_mistake(case):
+    checker, wrong, fragments = CH4_MISTAKES[case]
+    assert_ch4_mistake(checker(wrong), *fragments)
+
+
+@pytest.mark.parametrize("case", CH4_VARIANTS)
+def test_ch4_checkers_accept_correct_variants(case):
+    checker, answer = CH4_VARIANTS[case]
+    feedback = checker(answer)
+    assert feedback.passed, feedback.message
+
+
+# Every checker of the chapter with a correct answer: test_exercises_registry.py runs them.
+REFERENCES = {
+    **{checker.__name__: solution for checker, solution in CH4_CHECKERS.values()},
+}
 
 
 def test_ch4_one_query_counts_the_projections_it_makes():
