@@ -1,4 +1,4 @@
-"""Checkers for the exercises of chapter 3, self-attention without weights."""
+"""Checkers for the exercises of chapter 3, self-attention without parameters."""
 
 from __future__ import annotations
 
@@ -30,6 +30,19 @@ _CH3_CLOSE = np.array(
         [-1.0, 0.5, 0.5],
         [0.0, 2.0, 1.0],
         [1.0, 0.0, 2.0],
+    ]
+)
+# A short token (row 1) beside a long one pointing nearly the same way (row 2): token 1 scores
+# 416 with itself and 1200 with token 2, more than 709 above its own score, its row's mean
+# (321) and its first score (8). A softmax shifted by any of them overflows; only the row's
+# largest score is safe. Every entry is exact in binary, so float32 answers stay exact.
+_CH3_LONGER_NEIGHBOUR = np.array(
+    [
+        [0.0, 2.0, 1.0],
+        [20.0, 4.0, 0.0],
+        [60.0, 0.0, 0.0],
+        [-1.0, 0.5, 0.5],
+        [0.0, 0.0, 3.0],
     ]
 )
 # e^x overflows float64 above about 709.78.
@@ -91,6 +104,16 @@ def check_spotlight_output(spotlight_output: Callable[..., Any]) -> kit.Feedback
             ) from None
         values = kit.values_like(result, expected)
         if values is not None and not np.isfinite(values).all():
+            top = int(np.argmax(scores))
+            if scores[top] - scores[position] > _CH3_EXP_LIMIT:
+                raise kit.Mistake(
+                    f"{what} returned NaN or infinity. Here the token's own score "
+                    f"({scores[position]:.0f}) is not the largest of its row: token {top} "
+                    f"scores {scores[top]:.0f}, and e^(score - c) overflows when c lies more "
+                    "than 709 below the largest score. Subtract the row's LARGEST score, "
+                    "scores.max(): the token's own score, the mean or the first score is "
+                    "not always the largest"
+                )
             raise kit.Mistake(
                 f"{what} returned NaN or infinity for vectors whose scores reach "
                 f"{scores.max():.0f}: e^score overflows. Subtract the largest score before "
@@ -104,9 +127,22 @@ def check_spotlight_output(spotlight_output: Callable[..., Any]) -> kit.Feedback
                 "not of their scores"
             )
         if shape == weights.shape and shape != expected.shape:
+            given = kit.values_like(result, weights)
+            if given is not None and np.allclose(given, weights):
+                raise kit.Mistake(
+                    f"{what} returned {len(weights)} numbers, one per token: these are the "
+                    "weights. Multiply each token vector x[j] by its weight and add them up"
+                )
+            if given is not None and np.allclose(given, weights * x.sum(axis=1)):
+                raise kit.Mistake(
+                    f"{what} returned {len(weights)} numbers, one per token: it multiplied "
+                    "each token vector by its weight, then added up the FEATURES of each "
+                    "(axis=1). Add up the weighted vectors over the tokens (axis=0), which "
+                    f"gives one vector of {len(expected)} features"
+                )
             raise kit.Mistake(
-                f"{what} returned {len(weights)} numbers, one per token: these look like the "
-                "weights. Multiply each token vector x[j] by its weight and add them up"
+                f"{what} returned {len(weights)} numbers, one per token: the output is one "
+                f"vector of {len(expected)} features, the weighted sum of the token vectors"
             )
         got = kit.as_result_array(result, expected, what)
         if np.allclose(got, expected, rtol=1e-6, atol=1e-9):
@@ -142,9 +178,17 @@ def check_spotlight_output(spotlight_output: Callable[..., Any]) -> kit.Feedback
                 ),
                 (
                     softmax.softmax(scores / np.sqrt(x.shape[1])) @ x,
-                    "divided the scores by √D: self-attention without weights takes the "
+                    "divided the scores by √D: self-attention without parameters takes the "
                     "softmax of the plain dot products (the division by √d_k comes with "
                     "queries and keys, chapters 4 and 5)",
+                ),
+                (
+                    softmax.softmax(
+                        scores / np.linalg.norm(x, axis=-1) / np.linalg.norm(x[position])
+                    )
+                    @ x,
+                    "scored with cosine similarities: the scores here are the plain dot "
+                    "products x_position · x_j, lengths included",
                 ),
                 (
                     softmax.softmax(without_self) @ x,
@@ -178,12 +222,13 @@ def check_spotlight_output(spotlight_output: Callable[..., Any]) -> kit.Feedback
             check_one(_CH3_X, position)
         check_one(long_vectors, 2)
         check_one(_CH3_CLOSE, 0)
+        check_one(_CH3_LONGER_NEIGHBOUR, 1)
         kit.require_own_code(
             spotlight_output,
             (_CH3_X, 1),
             (*kit.COURSE_LIBRARY, *kit.TORCH, "scipy"),
             name,
-            "the exercise asks for a stable softmax written by you, without a library's",
+            "the exercise asks for NumPy and a stable softmax written by you, not a library's",
         )
         return (
             "Each output is the softmax-weighted average of all the token vectors, the "
@@ -218,6 +263,8 @@ def check_batched_self_attention(batched_self_attention: Callable[..., Any]) -> 
     name = kit.name_of(batched_self_attention, "batched_self_attention")
     batch = np.stack([_CH3_X[:4], -0.5 * _CH3_X[1:], _CH3_X[::-1][:4] * 0.8])  # (3, 4, 3)
     long_batch = batch * 15.0  # scores up to about 1100
+    # Rows whose own score lies far below their largest: a shift by the diagonal overflows.
+    neighbour_batch = np.stack([_CH3_LONGER_NEIGHBOUR, _CH3_LONGER_NEIGHBOUR[::-1]])
 
     def check_one(x: np.ndarray) -> None:
         what = f"{name}(x) for x of shape {x.shape}"
@@ -259,6 +306,15 @@ def check_batched_self_attention(batched_self_attention: Callable[..., Any]) -> 
                     "sequence): subtract each row's own maximum, "
                     "max(axis=-1, keepdims=True)"
                 )
+            own = np.diagonal(scores, axis1=-2, axis2=-1)  # (B, T)
+            if (scores.max(axis=-1) - own > _CH3_EXP_LIMIT)[broken].all():
+                raise kit.Mistake(
+                    f"{what} returned NaN in the rows where a token's own score (the "
+                    "diagonal) lies more than 709 below its row's largest: e^(score - c) "
+                    "overflows there when c is the own score, or anything else below the "
+                    "row's maximum (the mean, the first score). Subtract each row's "
+                    "LARGEST score, max(axis=-1, keepdims=True)"
+                )
             raise kit.Mistake(
                 f"{what} returned NaN or infinity in the weights: with scores near "
                 f"{scores.max():.0f}, e^score overflows. Subtract "
@@ -285,8 +341,8 @@ def check_batched_self_attention(batched_self_attention: Callable[..., Any]) -> 
             if np.allclose(weights, softmax.softmax(scores / np.sqrt(d))):
                 raise kit.Mistake(
                     f"the weights of {what} are the softmax of the scores divided by √D: "
-                    "self-attention without weights has no scaling (it comes with queries "
-                    "and keys, chapters 4 and 5)"
+                    "self-attention without parameters has no scaling (it comes with "
+                    "queries and keys, chapters 4 and 5)"
                 )
             if len(x) > 1 and np.allclose(weights.sum(axis=0), 1.0):
                 raise kit.Mistake(
@@ -319,6 +375,7 @@ def check_batched_self_attention(batched_self_attention: Callable[..., Any]) -> 
         check_one(batch)
         check_one(batch[:1])
         check_one(long_batch)
+        check_one(neighbour_batch)
         # Four times the batch: a loop over the sequences runs its body more often.
         kit.require_no_python_loop(
             batched_self_attention, (batch,), (np.concatenate([batch] * 4),), name
@@ -401,6 +458,8 @@ def check_attends_most_to_itself(attends_most_to_itself: Callable[..., Any]) -> 
     name = kit.name_of(attends_most_to_itself, "attends_most_to_itself")
     crafted = np.array([[1.0, 0.0], [3.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0]])
     sentence = embeddings.embed("the dog chased the cat across the street")
+    # "milk" gives itself 0.33561 and "apple" 0.33645: equal once rounded to 3 decimals.
+    near_tie = embeddings.embed("dog milk it apple")
     # Beside each long vector a shorter one pointing nearly the same way: each short one
     # attends most to its long neighbour, yet no other token gives it as much weight as it
     # gives itself, so looking down its column says True.
@@ -411,6 +470,7 @@ def check_attends_most_to_itself(attends_most_to_itself: Callable[..., Any]) -> 
         (crafted, "five 2-D vectors, two of them repeated"),
         (sentence, '"the dog chased the cat across the street"'),
         (pairs, "three long vectors, each with a shorter one beside it"),
+        (near_tie, '"dog milk it apple"'),
         (unit, "six unit-length vectors"),
     )
 
@@ -475,10 +535,11 @@ def check_attends_most_to_itself(attends_most_to_itself: Callable[..., Any]) -> 
             )
         if all(a.got.all() for a in answers):
             raise kit.Mistake(
-                f"{what} says every token attends most to itself, but the tokens at "
-                f"positions {wrong} attend more to another one. That holds for vectors of "
-                "equal length (or for cosine similarities), not for these: the score is the "
-                "plain dot product, which grows with the lengths of the vectors"
+                f"{what} says every token attends most to itself, on every input, but the "
+                f"tokens at positions {wrong} attend more to another one. Compare each "
+                "token's own weight with the LARGEST weight of its row, and score with the "
+                "plain dot product, which grows with the lengths of the vectors: only for "
+                "vectors of equal length (or with cosine similarities) is every answer True"
             )
         for slip, explanation in _CH3_SLIPS.items():
             if all(np.array_equal(a.got, _ch3_slips(a.weights)[slip]) for a in answers):

@@ -10,6 +10,12 @@ import numpy as np
 from selfattn_lib import attention, embeddings, softmax
 from selfattn_lib.exercises import _kit as kit
 
+# The relative tolerance of these checkers: an answer computed in float32 (7 significant
+# digits) from scores up to about 50 is off by a few parts in a million (measured: 1.2e-6 in
+# the cross-attention checker, beyond kit.RTOL), and every known mistake by far more.
+_CH4_RTOL = 1e-5
+_CH4_ATOL = 1e-9
+
 _CH4_SHAPE_HINT = (
     ". Shapes: x is (T, D) and each projection is (D, d_k) or (D, d_v), so the projection is "
     "x @ w (W @ X or a transposed W do not fit)"
@@ -108,7 +114,7 @@ def check_one_query_attention(one_query_attention: Callable[..., Any]) -> kit.Fe
             result, what, expected_output.shape, expected.shape
         )
         weights = kit.as_result_array(weights, expected, f"the weights of {what}")
-        if not np.allclose(weights, expected, rtol=1e-6, atol=1e-9):
+        if not kit.equal(weights, expected, rtol=_CH4_RTOL, atol=_CH4_ATOL):
             d_k, d, t = 3, 4, len(x)
             wrong_scales = (
                 (1.0, "did not divide the dot products by √d_k (here √3)"),
@@ -151,10 +157,15 @@ def check_one_query_attention(one_query_attention: Callable[..., Any]) -> kit.Fe
                     "3: score the query x_i @ w_q against the keys x_j @ w_k"
                 )
             if np.allclose(weights, k @ q[i] / np.sqrt(d_k)):
-                raise kit.Mistake(f"the weights of {what} are the scaled scores: apply softmax")
+                raise kit.Mistake(
+                    f"the weights of {what} are the scores themselves, q·k_j/√d_k: apply "
+                    "softmax to turn them into weights"
+                )
             if not np.isclose(weights.sum(), 1.0):
                 raise kit.Mistake(f"the weights of {what} sum to {weights.sum():.6g}, not 1")
-            kit.assert_close(weights, expected, f"the weights of {what}")
+            kit.assert_close(
+                weights, expected, f"the weights of {what}", rtol=_CH4_RTOL, atol=_CH4_ATOL
+            )
         for_x = kit.values_like(output, weights @ x)  # (D,): the token vectors weighted
         if for_x is not None and np.allclose(for_x, weights @ x):
             raise kit.Mistake(
@@ -168,11 +179,13 @@ def check_one_query_attention(one_query_attention: Callable[..., Any]) -> kit.Fe
                 "the values, v_j = x_j @ w_v"
             )
         output = kit.as_result_array(output, expected_output, f"the output of {what}")
-        if np.allclose(output, expected_output, rtol=1e-6, atol=1e-9):
+        if kit.equal(output, expected_output, rtol=_CH4_RTOL, atol=_CH4_ATOL):
             return
         if any(np.allclose(output, ignored) for ignored in (v.sum(axis=0), v.mean(axis=0), v[i])):
             raise kit.Mistake(f"the output of {what} ignores the weights: sum weights[j] * v_j")
-        kit.assert_close(output, expected_output, f"the output of {what}")
+        kit.assert_close(
+            output, expected_output, f"the output of {what}", rtol=_CH4_RTOL, atol=_CH4_ATOL
+        )
 
     def checks() -> str:
         for seed, i in ((40, 0), (41, 3), (42, 4)):
@@ -185,9 +198,10 @@ def check_one_query_attention(one_query_attention: Callable[..., Any]) -> kit.Fe
         )
         if counted > d * d_k:
             raise kit.Mistake(
-                f"the result is right, but {name}(x, 2, w_q, w_k, w_v) made {counted} "
-                f"multiplications with w_q: projecting one token takes D · d_k = {d * d_k}, "
-                f"projecting all {n_tokens} (every query, Q = X W_Q) takes {n_tokens * d * d_k}. "
+                f"the result is right, but the checker counts {counted} multiplications with "
+                f"w_q in {name}(x, 2, w_q, w_k, w_v), at D = {d} for each number a matrix "
+                f"product with w_q gives: projecting one token takes D · d_k = {d * d_k}, "
+                f"projecting all {n_tokens} (every query, Q = X W_Q) {n_tokens * d * d_k}. "
                 "Query 2 needs only its own query vector, x[2] @ w_q"
             )
         return (
@@ -231,8 +245,8 @@ def check_design_projections(design_projections: Callable[[], Any]) -> kit.Feedb
 
     def as_matrix(value: Any, label: str) -> np.ndarray:
         try:
-            matrix = np.asarray(value, dtype=np.float64)
-        except (TypeError, ValueError) as error:
+            matrix = np.asarray(kit.plain(value), dtype=np.float64)
+        except (TypeError, ValueError, RuntimeError) as error:
             raise kit.Mistake(f"{label} must be a matrix of numbers") from error
         if matrix.ndim != 2:
             raise kit.Mistake(f"{label} must be a matrix (D, d_k), got shape {matrix.shape}")
@@ -298,7 +312,7 @@ def check_design_projections(design_projections: Callable[[], Any]) -> kit.Feedb
             )
         return (
             f"'it' puts {on_it:.3f} of its weight on 'cat', 'because' only {on_because:.3f}: "
-            "your query reads the one feature in which the two words differ."
+            "your query reads the animal feature, the one in which the two words differ."
         )
 
     return kit.run_checks(checks)
@@ -370,7 +384,7 @@ def check_cross_attention(cross_attention: Callable[..., Any]) -> kit.Feedback:
                     "QUERY is needed, scores q @ k.T / √d_k of shape (T_q, T_k)"
                 )
         got = kit.as_result_array(weights, expected, f"the weights of {what}")
-        if not np.allclose(got, expected, rtol=1e-6, atol=1e-9):
+        if not kit.equal(got, expected, rtol=_CH4_RTOL, atol=_CH4_ATOL):
             if np.allclose(got, softmax.softmax(q @ k.T / np.sqrt(d_k), axis=0)):
                 raise kit.Mistake(
                     f"the weights of {what} have columns summing to 1: take the softmax over "
@@ -384,19 +398,44 @@ def check_cross_attention(cross_attention: Callable[..., Any]) -> kit.Feedback:
                     f"divide by √d_k = √{d_k}, not by √D (the tokens' dimension)",
                 ),
                 (1 / np.sqrt(t_k), f"divide by √d_k = √{d_k}, not by √T_k (the number of keys)"),
+                (
+                    1 / np.sqrt(t_q),
+                    f"divide by √d_k = √{d_k}, not by √T_q (the number of queries)",
+                ),
             )
             for scale, explanation in wrong_scales:
-                if np.allclose(got, _ch4_attend(q, k, v, scale)[1]):
+                if not np.isclose(scale, 1 / np.sqrt(d_k)) and np.allclose(
+                    got, _ch4_attend(q, k, v, scale)[1]
+                ):  # (√T_q = √d_k when T_q = 3: that scale is right there)
                     raise kit.Mistake(f"the weights of {what} are off: {explanation}")
+            if np.allclose(got, softmax.softmax((x_q @ w_k) @ (x_kv @ w_q).T / np.sqrt(d_k))):
+                raise kit.Mistake(
+                    f"the weights of {what} use w_k for the queries and w_q for the keys: "
+                    "the queries are x_q @ w_q, the keys x_kv @ w_k"
+                )
+            unprojected = x_q @ x_kv.T  # (T_q, T_k): the token vectors scored directly
+            if any(
+                np.allclose(got, softmax.softmax(unprojected / divisor))
+                for divisor in (1.0, np.sqrt(d_k), np.sqrt(x_q.shape[1]))
+            ):
+                raise kit.Mistake(
+                    f"the weights of {what} score the token vectors, x_q @ x_kv.T: project "
+                    "them first, queries x_q @ w_q and keys x_kv @ w_k"
+                )
             if np.allclose(got, q @ k.T / np.sqrt(d_k)):
-                raise kit.Mistake(f"the weights of {what} are the scaled scores: apply softmax")
+                raise kit.Mistake(
+                    f"the weights of {what} are the scores themselves, q @ k.T / √d_k: apply "
+                    "softmax to each row to turn them into weights"
+                )
             if not np.allclose(got.sum(axis=-1), 1.0):
                 together = " (the whole matrix sums to one)" if np.isclose(got.sum(), 1.0) else ""
                 raise kit.Mistake(
                     f"the rows of the weights of {what} do not sum to one{together}: normalise "
                     "each query's row on its own, with axis=-1 and keepdims=True"
                 )
-            kit.assert_close(got, expected, f"the weights of {what}")
+            kit.assert_close(
+                got, expected, f"the weights of {what}", rtol=_CH4_RTOL, atol=_CH4_ATOL
+            )
         for wrong_values, explanation in (
             (k, "the keys x_kv @ w_k"),
             (x_kv, "the token vectors x_kv themselves"),
@@ -407,7 +446,9 @@ def check_cross_attention(cross_attention: Callable[..., Any]) -> kit.Feedback:
                     f"the output of {what} weights {explanation}: the values are x_kv @ w_v"
                 )
         output = kit.as_result_array(output, expected_output, f"the output of {what}")
-        kit.assert_close(output, expected_output, f"the output of {what}")
+        kit.assert_close(
+            output, expected_output, f"the output of {what}", rtol=_CH4_RTOL, atol=_CH4_ATOL
+        )
 
     def checks() -> str:
         for seed, t_q in ((50, 2), (51, 3)):

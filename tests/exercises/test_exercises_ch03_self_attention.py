@@ -83,6 +83,16 @@ def ch3_clipped(limit):
     return ch3_spotlight_with(lambda s, x, p: ch3_naive_softmax(np.minimum(s, limit)))
 
 
+def ch3_shifted_by(shift):
+    """A spotlight_output whose softmax subtracts ``shift(scores, position)``, not the max."""
+    return ch3_spotlight_with(lambda s, x, p: ch3_naive_softmax(s - shift(s, p)))
+
+
+def ch3_cosine_weights(scores, x, position):
+    lengths = np.linalg.norm(x, axis=-1)
+    return ch3_stable_softmax(scores / lengths / lengths[position])
+
+
 CH3_SPOTLIGHT_MISTAKES = {
     "no shift: e^score overflows": (
         ch3_spotlight_with(lambda s, x, p: ch3_naive_softmax(s)),
@@ -122,6 +132,30 @@ CH3_SPOTLIGHT_MISTAKES = {
         lambda x, p: ch3_stable_softmax(x @ x[:, p]) @ x,
         ("one token per ROW", "x[position]"),
     ),
+    "shift by the token's own score": (
+        ch3_shifted_by(lambda s, p: s[p]),
+        ("own score (416) is not the largest", "LARGEST score"),
+    ),
+    "shift by the mean score": (
+        ch3_shifted_by(lambda s, p: s.mean()),
+        ("is not the largest of its row", "the mean"),
+    ),
+    "shift by the first score": (
+        ch3_shifted_by(lambda s, p: s[0]),
+        ("is not the largest of its row", "the first score"),
+    ),
+    "shift by the median score": (
+        ch3_shifted_by(lambda s, p: np.median(s)),
+        ("overflows", "Subtract the largest score"),
+    ),
+    "weighted vectors summed over the features": (
+        lambda x, p: (ch3_stable_softmax(x @ x[p])[:, None] * x).sum(axis=1),
+        ("added up the FEATURES", "over the tokens (axis=0)"),
+    ),
+    "cosine similarities as scores": (
+        ch3_spotlight_with(ch3_cosine_weights),
+        ("cosine similarities", "plain dot products"),
+    ),
 }
 
 
@@ -152,6 +186,13 @@ CH3_SPOTLIGHT_VARIANTS = {
     "float32 scores": lambda x, p: (
         ch3_stable_softmax((x @ x[p]).astype(np.float32)).astype(np.float64) @ x
     ),
+    "float32 throughout": lambda x, p: ch3_spotlight_output(x.astype(np.float32), p),
+    "shift, then the low end clipped": ch3_spotlight_with(
+        lambda s, x, p: ch3_naive_softmax(np.clip(s - s.max(), -700.0, 0.0))
+    ),
+    "shifted in place on its own copy": ch3_spotlight_with(
+        lambda s, x, p: (lambda c: (c.__isub__(c.max()), np.exp(c) / np.exp(c).sum())[1])(s.copy())
+    ),
 }
 
 
@@ -161,6 +202,21 @@ def test_ch3_spotlight_output_uses_the_learners_name():
 
     feedback = exercises.check_spotlight_output(my_output)
     assert_ch3_mistake(feedback, "my_output(x, 0)", "forget the `return`")
+
+
+def test_ch3_spotlight_output_written_in_torch_breaks_the_prompts_rule():
+    # The prompt asks for NumPy (round 2 of issue 27: it did not say so, and the message
+    # blamed a library softmax that the learner had not used).
+    torch = pytest.importorskip("torch")
+
+    def with_torch(x, position):
+        tensor = torch.from_numpy(x)
+        scores = tensor @ tensor[position]
+        exponentials = torch.exp(scores - scores.max())
+        return (exponentials / exponentials.sum() @ tensor).numpy()
+
+    feedback = exercises.check_spotlight_output(with_torch)
+    assert_ch3_mistake(feedback, "gives the right result, but it calls `torch.", "NumPy")
 
 
 def test_ch3_spotlight_output_with_the_library_softmax_breaks_the_prompts_rule():
@@ -251,6 +307,16 @@ CH3_BATCHED_MISTAKES = {
     "the output only": (lambda x: ch3_batched_self_attention(x)[0], ("pair (output",)),
     "features scored against features": (ch3_features_against_features, ("(B, D, D)",)),
     "a loop over the batch": (ch3_one_sequence_at_a_time, ("a loop runs once per item",)),
+    "shift by the own score (the diagonal)": (
+        ch3_batched_with(
+            lambda s, x: ch3_naive_softmax(s - np.diagonal(s, axis1=-2, axis2=-1)[..., None])
+        ),
+        ("own score (the diagonal)", "LARGEST score"),
+    ),
+    "shift by the row's mean": (
+        ch3_batched_with(lambda s, x: ch3_naive_softmax(s - s.mean(axis=-1, keepdims=True))),
+        ("overflows", "maximum"),
+    ),
 }
 
 
@@ -272,6 +338,10 @@ CH3_BATCHED_VARIANTS = {
     "a list pair": lambda x: list(ch3_batched_self_attention(x)),
     "float32 weights": lambda x: (lambda w: (w @ x, w))(
         ch3_stable_softmax((x @ x.mT).astype(np.float32)).astype(np.float64)
+    ),
+    "float32 throughout": lambda x: ch3_batched_self_attention(x.astype(np.float32)),
+    "max and sum through [..., None]": ch3_batched_with(
+        lambda s, x: (lambda e: e / e.sum(axis=2)[..., None])(np.exp(s - s.max(axis=2)[..., None]))
     ),
 }
 
@@ -311,9 +381,13 @@ def ch3_cosine(x):
     return np.diag(scores) >= scores.max(axis=-1) - 1e-12
 
 
-def ch3_rounded(x):
-    weights = ch3_stable_softmax(x @ x.T).round(2)  # as printed
+def ch3_rounded(x, decimals=2):
+    weights = ch3_stable_softmax(x @ x.T).round(decimals)  # as printed
     return np.diag(weights) >= weights.max(axis=-1)
+
+
+def ch3_second_largest(weights):
+    return np.sort(weights, axis=-1)[:, -2]
 
 
 CH3_ATTENDS_MISTAKES = {
@@ -333,6 +407,22 @@ CH3_ATTENDS_MISTAKES = {
     "cosine similarity": (ch3_cosine, ("every token attends most to itself", "cosine")),
     "always True": (lambda x: np.ones(len(x), dtype=bool), ("positions [0, 3]", "equal length")),
     "weights rounded as printed": (ch3_rounded, ("close to its row's largest", "rounding")),
+    "weights rounded to 3 decimals": (
+        lambda x: ch3_rounded(x, 3),
+        ('"dog milk it apple"', "positions [1]", "0.3356 against 0.3365", "rounding"),
+    ),
+    "own weight against the row's mean (which is 1/T)": (
+        ch3_own_against(lambda w: w.mean(axis=-1)),
+        ("1/T, the weight of an even spread",),
+    ),
+    "own score against the row's mean score": (
+        lambda x: np.diag(x @ x.T) >= (x @ x.T).mean(axis=-1),
+        ("every token attends most to itself", "LARGEST weight of its row"),
+    ),
+    "own weight against the second largest": (
+        ch3_own_against(ch3_second_largest),
+        ("every token attends most to itself", "LARGEST weight of its row"),
+    ),
     "a tolerance of 0.02": (
         lambda x: (lambda w: np.isclose(np.diag(w), w.max(axis=-1), atol=0.02))(
             ch3_stable_softmax(x @ x.T)

@@ -123,7 +123,7 @@ def ch4_w_times_x(x, i, w_q, w_k, w_v):
 
 
 CH4_ONE_QUERY_MISTAKES = {
-    "every query projected": (ch4_every_query, ("made 60 multiplications with w_q",)),
+    "every query projected": (ch4_every_query, ("counts 60 multiplications with w_q",)),
     "no division by √d_k": (ch4_scaled_by(lambda x, q: 1.0), ("did not divide",)),
     "divided by d_k": (
         ch4_scaled_by(lambda x, q: len(q)),
@@ -149,7 +149,7 @@ CH4_ONE_QUERY_MISTAKES = {
     "W @ x": (ch4_w_times_x, ("ValueError", "the projection is x @ w")),
     "no softmax": (
         ch4_one_query_with(lambda q, k, x, i, w_q: k @ q / np.sqrt(len(q))),
-        ("scaled scores: apply softmax",),
+        ("the scores themselves", "apply softmax"),
     ),
     "the query's own key left out": (ch4_one_query_with(ch4_without_self), ("leave token",)),
     "the token vectors scored, as in chapter 3": (
@@ -189,6 +189,13 @@ CH4_ONE_QUERY_MISTAKES = {
         ("returned (weights, output)",),
     ),
     "not a pair": (lambda *args: 3, ("must return a pair (output, weights)",)),
+    "the bilinear form x_i W_Q W_Kᵀ Xᵀ": (
+        lambda x, i, w_q, w_k, w_v: (lambda w: (w @ (x @ w_v), w))(
+            ch4_softmax(x[i] @ (w_q @ w_k.T) @ x.T / np.sqrt(w_q.shape[1]))
+        ),
+        # w_q @ w_k.T gives D × D = 16 numbers, counted at D = 4 each.
+        ("counts 64 multiplications with w_q", "at D = 4 for each number", "x[2] @ w_q"),
+    ),
 }
 
 
@@ -225,6 +232,15 @@ CH4_ONE_QUERY_VARIANTS = {
     "an unstable softmax (no overflow here)": lambda x, i, w_q, w_k, w_v: (
         lambda e: ((e / e.sum()) @ (x @ w_v), e / e.sum())
     )(np.exp((x @ w_k) @ (x[i] @ w_q) / np.sqrt(w_q.shape[1]))),
+    "float32 throughout": lambda x, i, w_q, w_k, w_v: ch4_one_query_attention(
+        *(a.astype(np.float32) for a in (x,)), i, *(a.astype(np.float32) for a in (w_q, w_k, w_v))
+    ),
+    "only the query in float32": lambda x, i, w_q, w_k, w_v: (
+        lambda q: (lambda w: (w @ (x @ w_v), w))(ch4_softmax((x @ w_k) @ q / np.sqrt(w_k.shape[1])))
+    )(x[i].astype(np.float32) @ w_q.astype(np.float32)),
+    "the query as a row times w_q, summed": lambda x, i, w_q, w_k, w_v: (
+        lambda q: (lambda w: (w @ (x @ w_v), w))(ch4_softmax((x @ w_k) @ q / np.sqrt(w_k.shape[1])))
+    )((x[i][:, None] * w_q).sum(axis=0)),
 }
 
 
@@ -233,6 +249,19 @@ def test_ch4_one_query_attention_accepts_torch():
 
     def with_torch(x, i, w_q, w_k, w_v):
         x, w_q, w_k, w_v = (torch.from_numpy(a) for a in (x, w_q, w_k, w_v))
+        q, k, v = x[i] @ w_q, x @ w_k, x @ w_v
+        weights = torch.softmax(k @ q / q.shape[0] ** 0.5, dim=0)
+        return weights @ v, weights
+
+    feedback = exercises.check_one_query_attention(with_torch)
+    assert feedback.passed, feedback.message
+
+
+def test_ch4_one_query_attention_accepts_torch_in_float32():
+    torch = pytest.importorskip("torch")
+
+    def with_torch(x, i, w_q, w_k, w_v):
+        x, w_q, w_k, w_v = (torch.tensor(a, dtype=torch.float32) for a in (x, w_q, w_k, w_v))
         q, k, v = x[i] @ w_q, x @ w_k, x @ w_v
         weights = torch.softmax(k @ q / q.shape[0] ** 0.5, dim=0)
         return weights @ v, weights
@@ -319,12 +348,45 @@ def ch4_two_column_head():
     return w_q, w_k
 
 
+def ch4_animal_minus_grammar():
+    w_q, w_k = ch4_one_feature_head("animal", 100.0)
+    w_q[CH4_FEATURE["grammar"], 0] = -5.0  # reads grammar too, and still passes
+    return w_q, w_k
+
+
 CH4_DESIGN_VARIANTS = {
     "d_k = 2, an animal and a domestic key": ch4_two_column_head,
+    "a query that also reads grammar, against it": ch4_animal_minus_grammar,
     "lists of lists": lambda: tuple(m.tolist() for m in ch4_design_projections()),
     "integers": lambda: tuple(m.astype(int) for m in ch4_one_feature_head("animal", 100.0)),
     "a domestic key": lambda: ch4_one_feature_head("animal", 60.0, key_feature="domestic"),
 }
+
+
+def test_ch4_design_projections_praises_what_every_passing_query_does():
+    # A passing query need not read the animal feature alone (round 2 of issue 27): the
+    # praise says only what the checker established, that it reads the animal feature.
+    feedback = exercises.check_design_projections(ch4_animal_minus_grammar)
+    assert feedback.passed, feedback.message
+    assert "your query reads the animal feature" in feedback.message
+    assert "the one feature" not in feedback.message
+
+
+def test_ch4_design_projections_reads_tensors_that_require_grad():
+    # Projections found by gradient descent come back as tensors that require grad.
+    torch = pytest.importorskip("torch")
+
+    def found_by_training():
+        return tuple(
+            torch.tensor(m, requires_grad=True) for m in ch4_one_feature_head("animal", 60.0)
+        )
+
+    feedback = exercises.check_design_projections(found_by_training)
+    assert feedback.passed, feedback.message
+    parameters = exercises.check_design_projections(
+        lambda: tuple(torch.nn.Parameter(torch.from_numpy(m)) for m in ch4_design_projections())
+    )
+    assert parameters.passed, parameters.message
 
 
 # --- Exercise 2: cross-attention ---
@@ -409,7 +471,7 @@ CH4_CROSS_MISTAKES = {
     ),
     "no softmax": (
         ch4_cross_weights(lambda q, k: q @ k.T / np.sqrt(q.shape[-1])),
-        ("scaled scores: apply softmax",),
+        ("the scores themselves", "apply softmax"),
     ),
     "the whole matrix normalised together": (
         ch4_cross_normalised(None, False, sum_axis=None),
@@ -430,6 +492,20 @@ CH4_CROSS_MISTAKES = {
     "(weights, output) order": (
         lambda *args: ch4_cross_attention(*args)[::-1],
         ("returned (weights, output)",),
+    ),
+    "divided by √T_q": (
+        ch4_cross_weights(lambda q, k: ch4_softmax(q @ k.T / np.sqrt(len(q)))),
+        ("not by √T_q (the number of queries)",),
+    ),
+    "w_q and w_k swapped": (
+        lambda x_q, x_kv, w_q, w_k, w_v: ch4_cross_attention(x_q, x_kv, w_k, w_q, w_v),
+        ("use w_k for the queries and w_q for the keys",),
+    ),
+    "the token vectors scored without projections": (
+        lambda x_q, x_kv, w_q, w_k, w_v: (lambda w: (w @ (x_kv @ w_v), w))(
+            ch4_softmax(x_q @ x_kv.T / np.sqrt(w_q.shape[1]))
+        ),
+        ("score the token vectors, x_q @ x_kv.T", "project them first"),
     ),
 }
 
@@ -457,6 +533,7 @@ CH4_CROSS_VARIANTS = {
         lambda q, k: ch4_softmax(q @ k.T),
     ),
     "lists": lambda *args: tuple(part.tolist() for part in ch4_cross_attention(*args)),
+    "float32 throughout": lambda *args: ch4_cross_attention(*(a.astype(np.float32) for a in args)),
 }
 
 
@@ -501,12 +578,12 @@ REFERENCES = {
 def test_ch4_one_query_counts_the_projections_it_makes():
     feedback = exercises.check_one_query_attention(ch4_every_query)
     assert feedback.attempted and not feedback.passed
-    assert "made 60 multiplications with w_q" in feedback.message, feedback.message
+    assert "counts 60 multiplications with w_q" in feedback.message, feedback.message
     assert "x[2] @ w_q" in feedback.message
     transposed = exercises.check_one_query_attention(
         lambda *args: ch4_every_query(*args, transposed=True)
     )
-    assert "made 60 multiplications with w_q" in transposed.message, transposed.message
+    assert "counts 60 multiplications with w_q" in transposed.message, transposed.message
 
 
 def test_ch4_cross_attention_with_a_library_softmax_breaks_the_prompts_rule():
