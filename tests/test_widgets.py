@@ -65,7 +65,7 @@ def test_ch2_temperature_slider_on_a_log_scale_redraws_the_weights():
     assert slider.continuous_update is False
 
 
-# --- Chapter 3: self-attention without weights ---
+# --- Chapter 3: self-attention without parameters ---
 
 
 def test_ch3_token_dropdown_redraws_the_spotlighted_row():

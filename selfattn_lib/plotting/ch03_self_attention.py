@@ -1,4 +1,4 @@
-"""Figures of chapter 3, self-attention without weights: one output as a weighted average
+"""Figures of chapter 3, self-attention without parameters: one output as a weighted average
 (in 2-D and as the product A X = Z), kernel regression as a soft lookup, and the attention map
 softmax(X Xᵀ), alone and for vectors of several lengths. Drawn for a phone, their panels are
 stacked in the phone's column."""
@@ -353,7 +353,7 @@ def weighted_average_flow(
     *,
     title: str = "",
 ) -> Diagram:
-    """Draw self-attention without weights as one product, ``A × X = Z`` (a computed diagram):
+    """Draw self-attention without parameters as one product, ``A × X = Z`` (a computed diagram):
     the weights ``A``, the token vectors ``X`` and the outputs ``Z``, every number written.
 
     The figure draws the arrays it is given; a test reads them back
