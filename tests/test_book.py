@@ -12,8 +12,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
+import torch.nn.functional as F
 from course import ROOT, read_notebook, toc_files
+
+from selfattn_lib import masks
+from selfattn_lib.softmax import softmax
+from selfattn_lib.transformer import TransformerConfig
 
 GLOSSARY = ROOT / "book" / "glossary.md"
 PITFALLS = ROOT / "notebooks" / "pitfalls.ipynb"
@@ -156,3 +163,97 @@ def test_the_glossary_names_sections_that_exist():
         if section.replace("`", "") not in headings(notebook)
     ]
     assert not stale, f"sections the glossary names but the chapters no longer have: {stale}"
+
+
+# --- What the glossary states, computed ----------------------------------------------------
+
+
+def definition(term: str) -> str:
+    """The definition of the glossary entry that has `term` among its terms."""
+    found = [text for terms, text in glossary_entries() if term in terms]
+    assert len(found) == 1, f"one glossary entry defines {term!r}"
+    return found[0]
+
+
+def test_glossary_float16_limits():
+    """bfloat16, overflow / underflow: 65,504 is float16's largest number, 65,520 rounds to
+    infinity; below the smallest normal number values lose precision before they are 0."""
+    assert "65,504" in definition("bfloat16") and "65,520" in definition("bfloat16")
+    assert np.finfo(np.float16).max == 65504
+    assert np.float16(65519) == 65504
+    with np.errstate(over="ignore"):  # the overflow is the point
+        assert np.isinf(np.float16(65520))
+    assert "subnormal" in definition("underflow")
+    subnormal = np.float16(1e-7)
+    assert 0 < subnormal < np.finfo(np.float16).smallest_normal
+    assert subnormal != np.float32(1e-7)  # fewer significant digits
+    assert np.float16(1e-8) == 0
+
+
+def test_glossary_stable_softmax_total_overflows_in_numpy_float16_not_in_torch():
+    assert "total can" in definition("stable softmax")
+    row = np.zeros(70_000, dtype=np.float16)  # 70,000 equal scores, as the appendix shows
+    with np.errstate(over="ignore"):
+        assert not softmax(row).any(), "selfattn_lib adds float16 exponentials in float16"
+    for dtype in (torch.float16, torch.bfloat16):
+        weights = torch.softmax(torch.zeros(70_000, dtype=dtype), dim=-1)
+        assert torch.allclose(weights.double(), torch.tensor(1 / 70_000).double(), rtol=1e-2)
+
+
+def test_glossary_arg_max_with_ties_shares_the_weight():
+    assert "tied" in definition("arg max")
+    weights = softmax(np.array([2.0, 2.0, 1.0]), temperature=1e-3)
+    np.testing.assert_allclose(weights, [0.5, 0.5, 0.0], atol=1e-12)
+
+
+def test_glossary_causal_mask_is_aligned_bottom_right():
+    assert "j \\le i + T_k - T_q" in definition("causal mask")
+    t_q, t_k = 2, 5
+    i, j = np.indices((t_q, t_k))
+    np.testing.assert_array_equal(masks.causal_mask(t_q, t_k), j <= i + t_k - t_q)
+    np.testing.assert_array_equal(masks.causal_mask(4), np.tril(np.ones((4, 4), dtype=bool)))
+
+
+def test_glossary_label_smoothing_spreads_epsilon_over_all_tokens():
+    """ε/V on every token, the right one included, as PyTorch's `label_smoothing` does."""
+    assert "all $V$ tokens" in definition("label smoothing")
+    epsilon, vocab, right = 0.1, 7, 3
+    logits = torch.randn(1, vocab, generator=torch.Generator().manual_seed(0))
+    target = torch.full((1, vocab), epsilon / vocab)
+    target[0, right] += 1 - epsilon
+    by_hand = -(target * F.log_softmax(logits, dim=-1)).sum()
+    pytorch = F.cross_entropy(logits, torch.tensor([right]), label_smoothing=epsilon)
+    assert torch.allclose(by_hand, pytorch)
+    others_only = torch.full((1, vocab), epsilon / (vocab - 1))  # ε over the others
+    others_only[0, right] = 1 - epsilon
+    assert not torch.allclose(-(others_only * F.log_softmax(logits, dim=-1)).sum(), pytorch)
+
+
+def test_glossary_copying_score_is_one_for_a_head_that_raises_one_fixed_token():
+    """A heuristic: the identity scores 1, minus the identity -1, and so does (+1) a circuit
+    that raises token 0 whatever the head reads, 1 e_0ᵀ, which does not copy."""
+    assert "heuristic" in definition("copying score")
+
+    def copying_score(circuit):
+        eigenvalues = np.linalg.eigvals(circuit)
+        return eigenvalues.sum().real / np.abs(eigenvalues).sum()
+
+    raises_token_0 = np.ones((6, 1)) @ np.eye(6)[:1]  # every row: +1 on token 0
+    assert copying_score(np.eye(6)) == pytest.approx(1)
+    assert copying_score(-np.eye(6)) == pytest.approx(-1)
+    assert copying_score(raises_token_0) == pytest.approx(1)
+    assert (raises_token_0.argmax(axis=-1) != np.arange(6)).sum() == 5  # writes another token
+
+
+def test_glossary_model_dimension_of_the_paper():
+    assert "512" in definition("model dimension") and "1,024" in definition("model dimension")
+    assert TransformerConfig.base().d_model == 512 and TransformerConfig.big().d_model == 1024
+
+
+def test_glossary_uses_length_for_the_norm_and_dimension_for_d_k():
+    """One meaning for "length": the Euclidean norm. A vector's number of entries is its
+    dimension (d_k and d_v); "sequence length" counts tokens."""
+    assert definition("length").startswith("The Euclidean length")
+    for term in ("d_k", "d_v"):
+        assert definition(term).startswith("The dimension"), term
+        assert "length of one" not in definition(term), term
