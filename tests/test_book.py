@@ -10,6 +10,7 @@ on the same links.
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -190,14 +191,78 @@ def test_glossary_float16_limits():
     assert np.float16(1e-8) == 0
 
 
-def test_glossary_stable_softmax_total_overflows_in_numpy_float16_not_in_torch():
-    assert "total can" in definition("stable softmax")
+def test_glossary_stable_softmax_total_goes_wrong_in_numpy_float16_not_in_torch():
+    """NumPy adds float16 numbers along the last axis in float32 but stores the total as
+    float16 (it overflows past 65,504); along another axis it adds in float16, where a total of
+    ones stops at 2,048. torch.softmax keeps the total in float32 along any dimension."""
+    text = definition("stable softmax")
+    assert "65,504 keys along the last axis" in text and "1/2,048 each" in text
+    assert np.float16(2_048) + np.float16(1) == 2_048  # a float16 total of ones stops there
+    assert np.ones(5_000, dtype=np.float16).sum() == 5_000  # not float16 running sums
+    assert (np.ones((5_000, 2), dtype=np.float16).sum(axis=0) == 2_048).all()  # float16 ones
     row = np.zeros(70_000, dtype=np.float16)  # 70,000 equal scores, as the appendix shows
     with np.errstate(over="ignore"):
-        assert not softmax(row).any(), "selfattn_lib adds float16 exponentials in float16"
+        assert np.isinf(np.ones(70_000, dtype=np.float16).sum())
+        assert not softmax(row).any(), "the float16 total overflows: every weight 0"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow, no warning
+        columns = softmax(np.zeros((4_096, 2), dtype=np.float16), axis=0)
+    assert (columns == np.float16(1 / 2_048)).all()
     for dtype in (torch.float16, torch.bfloat16):
         weights = torch.softmax(torch.zeros(70_000, dtype=dtype), dim=-1)
         assert torch.allclose(weights.double(), torch.tensor(1 / 70_000).double(), rtol=1e-2)
+        down = torch.softmax(torch.zeros(4_096, 2, dtype=dtype), dim=0)
+        assert (down.double() == 1 / 4_096).all()
+
+
+def test_glossary_rank_collapse_residuals_slow_it_layer_norm_does_not_stop_it():
+    """48 random layers of attention and feed-forward networks (D = 32, 4 heads, 8 tokens) at
+    PyTorch's default initialisation: the tokens' relative spread shrinks with residual
+    connections, with post-LN as without layer normalization, and more slowly with pre-LN."""
+    text = definition("rank collapse")
+    assert "do not stop it" in text and "more slowly with pre-LN" in text
+    torch.manual_seed(0)
+    d_model, n_layers = 32, 48
+    attentions = [
+        torch.nn.MultiheadAttention(d_model, 4, batch_first=True, dtype=torch.float64)
+        for _ in range(n_layers)
+    ]
+    ffns = [
+        torch.nn.Sequential(
+            torch.nn.Linear(d_model, 4 * d_model),
+            torch.nn.ReLU(),
+            torch.nn.Linear(4 * d_model, d_model),
+        ).double()
+        for _ in range(n_layers)
+    ]
+    x = torch.randn(1, 8, d_model, dtype=torch.float64)  # (B, T, D)
+
+    def spread(h):
+        return ((h - h.mean(dim=1, keepdim=True)).norm() / h.norm()).item()
+
+    def norm(h):
+        return F.layer_norm(h, (d_model,))
+
+    def identity(h):
+        return h
+
+    def run(variant):
+        h = x
+        with torch.no_grad():
+            for attention, ffn in zip(attentions, ffns, strict=True):
+                if variant == "pre-LN":
+                    z = norm(h)
+                    h = h + attention(z, z, z, need_weights=False)[0]
+                    h = h + ffn(norm(h))
+                else:
+                    after = norm if variant == "post-LN" else identity
+                    h = after(h + attention(h, h, h, need_weights=False)[0])
+                    h = after(h + ffn(h))
+        return spread(h)
+
+    start, residual, post, pre = spread(x), run("residual"), run("post-LN"), run("pre-LN")
+    assert residual < start / 4 and post < start / 4, "the collapse still comes"
+    assert pre > 2 * max(residual, post), "pre-LN slows it"
 
 
 def test_glossary_arg_max_with_ties_shares_the_weight():
