@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from course import ROOT, read_notebook, toc_files
 
 from selfattn_lib import masks
+from selfattn_lib.multihead import split_heads
 from selfattn_lib.softmax import softmax
 from selfattn_lib.transformer import TransformerConfig
 
@@ -178,7 +179,8 @@ def definition(term: str) -> str:
 
 def test_glossary_float16_limits():
     """bfloat16, overflow / underflow: 65,504 is float16's largest number, 65,520 rounds to
-    infinity; below the smallest normal number values lose precision before they are 0."""
+    infinity; below the smallest normal number values lose precision before they are 0, and
+    NumPy signals underflow there already (IEEE 754: a tiny, inexact result)."""
     assert "65,504" in definition("bfloat16") and "65,520" in definition("bfloat16")
     assert np.finfo(np.float16).max == 65504
     assert np.float16(65519) == 65504
@@ -189,14 +191,28 @@ def test_glossary_float16_limits():
     assert 0 < subnormal < np.finfo(np.float16).smallest_normal
     assert subnormal != np.float32(1e-7)  # fewer significant digits
     assert np.float16(1e-8) == 0
+    assert "below the smallest normal number" in definition("underflow")
+    with np.errstate(under="raise"), pytest.raises(FloatingPointError, match="underflow"):
+        np.float32(1e-30) * np.float32(1e-10)  # 1e-40: subnormal, not zero
+    with np.errstate(under="ignore"):
+        assert np.float32(1e-30) * np.float32(1e-10) > 0
 
 
 def test_glossary_stable_softmax_total_goes_wrong_in_numpy_float16_not_in_torch():
     """NumPy adds float16 numbers along the last axis in float32 but stores the total as
-    float16 (it overflows past 65,504); along another axis it adds in float16, where a total of
+    float16: a total from 65,520 on overflows (65,519 rounds down to 65,504), and what counts is
+    the total, not the number of keys; along another axis it adds in float16, where a total of
     ones stops at 2,048. torch.softmax keeps the total in float32 along any dimension."""
     text = definition("stable softmax")
-    assert "65,504 keys along the last axis" in text and "1/2,048 each" in text
+    assert "overflows once the total reaches 65,520" in text and "1/2,048 each" in text
+    assert "long float16 row" not in text, "many keys: length is the Euclidean norm"
+    with np.errstate(over="ignore"):
+        assert (softmax(np.zeros(65_519, dtype=np.float16)) == np.float16(1 / 65_519)).all()
+        assert not softmax(np.zeros(65_520, dtype=np.float16)).any()
+    spread = np.random.default_rng(0).normal(size=200_000).astype(np.float16)  # (T_k,)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow: the total stays near 5,000
+        assert abs(softmax(spread).astype(np.float64).sum() - 1) < 1e-2
     assert np.float16(2_048) + np.float16(1) == 2_048  # a float16 total of ones stops there
     assert np.ones(5_000, dtype=np.float16).sum() == 5_000  # not float16 running sums
     assert (np.ones((5_000, 2), dtype=np.float16).sum(axis=0) == 2_048).all()  # float16 ones
@@ -322,3 +338,35 @@ def test_glossary_uses_length_for_the_norm_and_dimension_for_d_k():
     for term in ("d_k", "d_v"):
         assert definition(term).startswith("The dimension"), term
         assert "length of one" not in definition(term), term
+
+
+def test_glossary_dot_product_a_longer_vector_scores_lower_when_it_points_away():
+    """The sign of a · b is that of cos θ: doubling a key doubles its score, so a key that
+    points away from the query scores lower, and gets a smaller weight, when it is longer."""
+    text = definition("dot product")
+    assert "its sign is that of" in text and "lower if it points away" in text
+    query = np.array([1.0, 0.0])
+    keys = np.array([[0.2, 1.0], [-0.5, 0.0], [-1.0, 0.0]])  # key 2 = twice key 1
+    scores = keys @ query
+    assert scores[2] == 2 * scores[1] < scores[1] < 0
+    weights = softmax(scores)
+    assert weights[2] < weights[1], "the longer key pointing away gets the smaller weight"
+
+
+def test_glossary_d_k_equals_the_model_dimension_only_by_convention():
+    """d_k = D / H in the paper; chapter 4's single head has D = 8 and d_k = 2."""
+    text = definition("d_k")
+    assert "unless there is one head" not in text and "$D = 8$, $d_k = 2$" in text
+    chapter_4 = read_notebook(ROOT / "notebooks" / "04_queries_keys_values.ipynb")
+    code = "\n".join(cell.source for cell in chapter_4.cells if cell.cell_type == "code")
+    assert "W_Q = np.zeros((8, 2))  # (D, d_k)" in code
+
+
+def test_notation_defines_the_head_size_it_uses_in_formulas():
+    """The Attention table writes W_V^h as D × D_h: D_h is a formula symbol there, D / h."""
+    text = (ROOT / "book" / "notation.md").read_text(encoding="utf-8")
+    attention = text.split("## Attention", 1)[1].split("\n## ", 1)[0]
+    assert "| $D_h$ |" in attention and "$D_h = d_k = d_v = D / h$" in attention
+    assert "$D \\times D_h$" in attention
+    heads = split_heads(np.zeros((1, 5, 12)), 4)  # (B, T, D) -> (B, H, T, D_h)
+    assert heads.shape == (1, 4, 5, 12 // 4)
