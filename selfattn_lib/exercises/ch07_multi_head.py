@@ -258,6 +258,13 @@ def _ch7_case(seed: int) -> tuple[np.ndarray, multihead.MultiHeadParams]:
     return x, multihead.MultiHeadParams(*weights, *biases)
 
 
+#: The explanation of the reshape without transpose inside a layer, for both weight checkers.
+_CH7_CLASSIC_SPLIT = (
+    "splits the projections by reshaping straight to (B, H, T, D_h) — the classic bug that "
+    "hands each head the features of other tokens. Head h takes columns h·D_h … (h+1)·D_h − 1 "
+    "of every token's projections: reshape to (B, T, H, D_h), then swap axes 1 and 2"
+)
+
 # Answers computed in float32 (torch's default dtype) are off by about 1e-6 from the float64
 # reference; every mistake below changes some entry by more than 0.01.
 _CH7_TOLERANCES = {"rtol": 1e-5, "atol": 1e-5}
@@ -410,9 +417,7 @@ def check_head_weights(head_weights: Callable[..., Any]) -> kit.Feedback:
             ),
             (
                 _ch7_weights(x, params, n_heads, split=_ch7_straight),
-                "splits the projected queries and keys by reshaping straight to (B, H, T, "
-                "D_h) — the classic bug that hands each head the features of other tokens. "
-                "Head h takes columns h·D_h … (h+1)·D_h − 1 of the projections",
+                _CH7_CLASSIC_SPLIT,
             ),
             (
                 _ch7_weights(x, params, n_heads, split=_ch7_interleaved),
@@ -588,9 +593,7 @@ def check_head_contributions(head_contributions: Callable[..., Any]) -> kit.Feed
             ),
             (
                 _ch7_contributions(x, params, n_heads, split=_ch7_straight),
-                "splits the projections by reshaping straight to (B, H, T, D_h) — the classic "
-                "bug that hands each head the features of other tokens. Reshape to (B, T, H, "
-                "D_h), then swap axes 1 and 2",
+                _CH7_CLASSIC_SPLIT,
             ),
         ]
         if kit.match_known_mistakes(got, expected, mistakes, what, joiner=" ", **_CH7_TOLERANCES):

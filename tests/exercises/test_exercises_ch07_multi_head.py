@@ -81,18 +81,21 @@ def ch7_torch32(array):
     return torch.tensor(array, dtype=torch.float32)
 
 
+def ch7_torch32_projections(x, params, n_heads):
+    """Every head's queries, keys and values (B, H, T, D_h) as float32 torch tensors."""
+    x_t = ch7_torch32(x)
+    batch, n_tokens, _ = x_t.shape
+    return tuple(
+        (x_t @ ch7_torch32(w) + ch7_torch32(b)).view(batch, n_tokens, n_heads, -1).transpose(1, 2)
+        for w, b in ((params.w_q, params.b_q), (params.w_k, params.b_k), (params.w_v, params.b_v))
+    )
+
+
 def ch7_head_weights_in_float32_torch(x, params, n_heads):
     import torch
 
-    x_t = ch7_torch32(x)
-    batch, n_tokens, d_model = x_t.shape
-
-    def split(a):
-        return a.view(batch, n_tokens, n_heads, -1).transpose(1, 2)
-
-    q = split(x_t @ ch7_torch32(params.w_q) + ch7_torch32(params.b_q))
-    k = split(x_t @ ch7_torch32(params.w_k) + ch7_torch32(params.b_k))
-    return torch.softmax(q @ k.transpose(-1, -2) / (d_model // n_heads) ** 0.5, dim=-1)
+    q, k, _ = ch7_torch32_projections(x, params, n_heads)
+    return torch.softmax(q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5, dim=-1)
 
 
 def ch7_head_weights_by_torch_linear(x, params, n_heads):
@@ -132,35 +135,19 @@ def ch7_contributions_by_einsum(x, params, n_heads):
 def ch7_contributions_in_float32_torch(x, params, n_heads):
     import torch
 
-    x_t = ch7_torch32(x)
-    batch, n_tokens, d_model = x_t.shape
-
-    def split(a):
-        return a.view(batch, n_tokens, n_heads, -1).transpose(1, 2)
-
-    q, k, v = (
-        split(x_t @ ch7_torch32(w) + ch7_torch32(b))
-        for w, b in ((params.w_q, params.b_q), (params.w_k, params.b_k), (params.w_v, params.b_v))
-    )
-    heads = torch.softmax(q @ k.transpose(-1, -2) / (d_model // n_heads) ** 0.5, dim=-1) @ v
-    return heads @ ch7_torch32(params.w_o).view(n_heads, -1, d_model)
+    q, k, v = ch7_torch32_projections(x, params, n_heads)
+    heads = torch.softmax(q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5, dim=-1) @ v
+    return heads @ ch7_torch32(params.w_o).view(n_heads, -1, x.shape[-1])
 
 
 def ch7_contributions_by_torch_sdpa_float32(x, params, n_heads):
     import torch
 
-    x_t = ch7_torch32(x)
-    batch, n_tokens, d_model = x_t.shape
-
-    def split(a):
-        return a.view(batch, n_tokens, n_heads, -1).transpose(1, 2)
-
-    q, k, v = (
-        split(x_t @ ch7_torch32(w) + ch7_torch32(b))
-        for w, b in ((params.w_q, params.b_q), (params.w_k, params.b_k), (params.w_v, params.b_v))
-    )
-    heads = torch.nn.functional.scaled_dot_product_attention(q, k, v)  # (B, H, T, D_h)
-    return torch.einsum("bhtd,hde->bhte", heads, ch7_torch32(params.w_o).view(n_heads, -1, d_model))
+    heads = torch.nn.functional.scaled_dot_product_attention(
+        *ch7_torch32_projections(x, params, n_heads)
+    )  # (B, H, T, D_h)
+    w_o_blocks = ch7_torch32(params.w_o).view(n_heads, -1, x.shape[-1])  # (H, D_h, D)
+    return torch.einsum("bhtd,hde->bhte", heads, w_o_blocks)
 
 
 CH7_CHECKERS = {
