@@ -47,7 +47,15 @@ def check_split_heads(split_heads: Callable[[np.ndarray, int], Any]) -> kit.Feed
     name = kit.name_of(split_heads, "split_heads")
     cases = (((2, 4, 6), 2), ((1, 3, 8), 4), ((2, 2, 6), 3), ((1, 3, 4), 1))
 
-    def check_one(shape: tuple[int, int, int], n_heads: int) -> None:
+    def heads_returned(shape: tuple[int, int, int], n_heads: int) -> int | None:
+        """How many heads the learner's split makes for one case (None: no 4-D array)."""
+        try:
+            got = np.shape(kit.plain(kit.call(split_heads, _ch7_numbers(shape), n_heads)))
+        except (kit.Mistake, kit.NotAttempted):
+            return None
+        return got[1] if len(got) == 4 else None
+
+    def check_one(shape: tuple[int, int, int], n_heads: int, hard_coded: int | None) -> None:
         x = _ch7_numbers(shape)
         batch, n_tokens, d_model = shape
         d_head = d_model // n_heads
@@ -85,6 +93,18 @@ def check_split_heads(split_heads: Callable[[np.ndarray, int], Any]) -> kit.Feed
             raise kit.Mistake(
                 f"{what} puts the heads on axis 0, (H, B, T, D_h) (as `np.stack(np.split(x, H, "
                 "axis=-1))` does): the batch axis stays first, (B, H, T, D_h): stack on axis 1"
+            )
+        if (
+            hard_coded is None
+            and d_head != n_heads
+            and got.shape == (batch, d_head, n_tokens, n_heads)
+            and np.array_equal(got, x.reshape(batch, n_tokens, d_head, n_heads).swapaxes(1, 2))
+        ):
+            raise kit.Mistake(
+                f"{what} returned shape {got.shape} = (B, D_h, T, H): {d_head} heads of "
+                f"{n_heads} features, the two sizes swapped — a reshape to (B, T, D_h, H), or "
+                f"np.split into D_h = {d_head} pieces. Cut each token into n_heads = {n_heads} "
+                f"groups of D_h = {d_head}: reshape to (B, T, H, D_h), then swap axes 1 and 2"
             )
         if (
             got.ndim == 4
@@ -133,8 +153,12 @@ def check_split_heads(split_heads: Callable[[np.ndarray, int], Any]) -> kit.Feed
         )
 
     def checks() -> str:
+        # A split that makes the same number of heads for every case hard-codes it (with
+        # D_h = 2 its result equals the swapped sizes' (B, D_h, T, H)).
+        counts = {heads_returned(shape, n_heads) for shape, n_heads in cases}
+        hard_coded = counts.pop() if len(counts) == 1 else None
         for shape, n_heads in cases:
-            check_one(shape, n_heads)
+            check_one(shape, n_heads, hard_coded)
         kit.require_own_code(
             split_heads,
             (_ch7_numbers((2, 4, 6)), 2),
@@ -218,6 +242,12 @@ def check_merge_heads(merge_heads: Callable[[np.ndarray], Any]) -> kit.Feedback:
                 f"then holds {_ch7_where(got[0, 0, d_head], n_tokens, d_model)} at position "
                 f"{d_head}, not feature {d_head} of token 0. Move the head axis back behind the "
                 "tokens first (swap axes 1 and 2: (B, T, H, D_h)), then reshape"
+            )
+        if n_tokens != d_head and np.array_equal(got, heads.swapaxes(2, 3).reshape(shape)):
+            raise kit.Mistake(
+                f"{what} swaps axes 2 and 3, the tokens and the features of each head, "
+                "(B, H, D_h, T), before the reshape. Swap axes 1 and 2, the heads and the "
+                "tokens, (B, T, H, D_h), then reshape"
             )
         if np.array_equal(got, heads.transpose(0, 2, 3, 1).reshape(shape)):
             raise kit.Mistake(
@@ -320,6 +350,35 @@ def _ch7_weights(
     return softmax.softmax(scores, axis=-1)  # (B, H, T, T)
 
 
+def _ch7_scale_slips(d_model: int, n_heads: int) -> list[tuple[float, str]]:
+    """The usual wrong scales of each head's dot products, ``(scale, explanation)``, for both
+    weight checkers: the right one is ``√D_h``."""
+    d_head = d_model // n_heads
+    return [
+        (
+            np.sqrt(d_model),
+            f"divides the dot products by √D = √{d_model}. Each head's queries and keys have "
+            f"dimension D_h = D / H = {d_head}, so divide by √D_h",
+        ),
+        (1.0, "does not scale the dot products: divide them by √D_h (chapter 5)"),
+        (
+            float(d_head),
+            f"divides the dot products by D_h = {d_head} itself; the scale is its square root, "
+            "√D_h (chapter 5)",
+        ),
+        (
+            float(d_model),
+            f"divides the dot products by D = {d_model} itself; the scale is the square root of "
+            f"each head's dimension, √D_h = √{d_head} (chapter 5)",
+        ),
+        (
+            np.sqrt(n_heads),
+            f"divides the dot products by √H = √{n_heads}, the number of heads; the scale is "
+            f"√D_h, the square root of each head's dimension D_h = {d_head}",
+        ),
+    ]
+
+
 def _ch7_variant(params: multihead.MultiHeadParams, **changes: np.ndarray) -> Any:
     """``params`` with some fields replaced (a slip such as transposed weights)."""
     return dataclasses.replace(params, **changes)
@@ -395,25 +454,11 @@ def check_head_weights(head_weights: Callable[..., Any]) -> kit.Feedback:
                 "keys, the last axis"
             )
         zero = np.zeros(d_model)
+        exponentials = np.exp(scores - scores.max(axis=(-2, -1), keepdims=True))
         mistakes = [
-            (
-                _ch7_weights(x, params, n_heads, scale=np.sqrt(d_model)),
-                f"divides the dot products by √D = √{d_model}. Each head's queries and keys "
-                f"have dimension D_h = D / H = {d_head}, so divide by √D_h",
-            ),
-            (
-                _ch7_weights(x, params, n_heads, scale=1.0),
-                "does not scale the dot products: divide them by √D_h (chapter 5)",
-            ),
-            (
-                _ch7_weights(x, params, n_heads, scale=float(d_head)),
-                f"divides the dot products by D_h = {d_head} itself; the scale is its "
-                f"square root, √D_h (chapter 5)",
-            ),
-            (
-                _ch7_weights(x, params, n_heads, scale=np.sqrt(n_heads)),
-                f"divides the dot products by √H = √{n_heads}, the number of heads; the scale "
-                f"is √D_h, the square root of each head's dimension D_h = {d_head}",
+            *(
+                (_ch7_weights(x, params, n_heads, scale=scale), explanation)
+                for scale, explanation in _ch7_scale_slips(d_model, n_heads)
             ),
             (
                 _ch7_weights(x, params, n_heads, split=_ch7_straight),
@@ -449,6 +494,17 @@ def check_head_weights(head_weights: Callable[..., Any]) -> kit.Feedback:
                 "gives every head the same map, the AVERAGE over heads. Each head keeps its "
                 "own weights",
             ),
+            (
+                exponentials / exponentials.sum(axis=(-2, -1), keepdims=True),
+                "takes one softmax over each head's whole T × T map, so that all its entries "
+                "sum to 1. Each query gets its own softmax over the keys, the last axis, and "
+                "every ROW sums to 1",
+            ),
+            (
+                _ch7_weights(x, _ch7_variant(params, w_k=params.w_v, b_k=params.b_v), n_heads),
+                "computes the keys with W_V and b_v, the value projection; the keys come from "
+                "W_K and b_k",
+            ),
         ]
         if not kit.match_known_mistakes(
             got, expected, mistakes, what, joiner=" ", **_CH7_TOLERANCES
@@ -461,7 +517,11 @@ def check_head_weights(head_weights: Callable[..., Any]) -> kit.Feedback:
         kit.require_own_code(
             head_weights,
             (*_ch7_case(70), 2),
-            ("selfattn_lib.multihead",),
+            # Only what the prompt rules out: reading params.d_model is fine.
+            tuple(
+                f"selfattn_lib.multihead.{function}"
+                for function in ("split_heads", "merge_heads", "multi_head_attention")
+            ),
             name,
             (
                 "the exercise is to cut each head's columns out of the weights yourself, "
@@ -487,7 +547,8 @@ def _ch7_contributions(
 ) -> np.ndarray:
     """``(B, H, T, D)``: head h's output times its block of rows of ``W_O`` (no ``b_o``).
     ``scale``, ``split`` and ``rows`` (``"interleaved"``: rows h, h + H, …; ``"first"``:
-    the first block for every head) make the usual slips."""
+    the first block for every head; ``"diagonal"``: only head h's own columns of its block)
+    make the usual slips."""
     d_head = x.shape[-1] // n_heads
     q, k, v = _ch7_projections(x, params, n_heads, split=split)  # (B, H, T, D_h) each
     scores = q @ np.swapaxes(k, -1, -2) / (np.sqrt(d_head) if scale is None else scale)
@@ -496,6 +557,11 @@ def _ch7_contributions(
         w_o_blocks = np.stack([params.w_o[h::n_heads] for h in range(n_heads)])  # (H, D_h, D)
     elif rows == "first":
         w_o_blocks = np.broadcast_to(params.w_o[:d_head], (n_heads, d_head, x.shape[-1]))
+    elif rows == "diagonal":
+        w_o_blocks = params.w_o.reshape(n_heads, d_head, -1).copy()  # (H, D_h, D)
+        for h in range(n_heads):
+            w_o_blocks[h, :, : h * d_head] = 0.0
+            w_o_blocks[h, :, (h + 1) * d_head :] = 0.0
     else:
         w_o_blocks = params.w_o.reshape(n_heads, d_head, -1)  # (H, D_h, D): block rows
     return heads @ w_o_blocks[None]  # (B, H, T, D)
@@ -576,6 +642,12 @@ def check_head_contributions(head_contributions: Callable[..., Any]) -> kit.Feed
                 f"{d_head - 1}). Head h takes its own block, rows h·D_h … (h+1)·D_h − 1",
             ),
             (
+                _ch7_contributions(x, params, n_heads, rows="diagonal"),
+                "multiplies head h by the diagonal block of W_O only (its own rows AND "
+                "columns), so each head writes only to its own D_h output features. Head h's "
+                "rows h·D_h … (h+1)·D_h − 1 reach all D output features: that is W_O's mixing",
+            ),
+            (
                 _ch7_contributions(x, _ch7_variant(params, w_o=params.w_o.T), n_heads),
                 "uses W_O transposed (PyTorch's nn.Linear convention, x @ W.T). Here the "
                 "output is merged @ params.w_o, so head h's block is ROWS h·D_h … "
@@ -586,10 +658,9 @@ def check_head_contributions(head_contributions: Callable[..., Any]) -> kit.Feed
                 "leaves out the value bias b_v: the heads average the values x W_V + b_v "
                 "(b_v reaches the output, because every row of weights sums to 1)",
             ),
-            (
-                _ch7_contributions(x, params, n_heads, scale=np.sqrt(d_model)),
-                f"divides the dot products by √D = √{d_model}; each head divides by the square "
-                f"root of its own dimension, √D_h = √{d_head}",
+            *(
+                (_ch7_contributions(x, params, n_heads, scale=scale), explanation)
+                for scale, explanation in _ch7_scale_slips(d_model, n_heads)
             ),
             (
                 _ch7_contributions(x, params, n_heads, split=_ch7_straight),

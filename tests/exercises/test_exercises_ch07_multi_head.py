@@ -75,6 +75,34 @@ def ch7_head_weights_by_einsum_without_key_bias(x, params, n_heads):
     return exponentials / exponentials.sum(axis=-1, keepdims=True)
 
 
+def ch7_head_weights_reading_d_model(x, params, n_heads):
+    # params.d_model is a documented property of MultiHeadParams: reading it is allowed.
+    d_head = params.d_model // n_heads
+    maps = []
+    for h in range(n_heads):
+        block = slice(h * d_head, (h + 1) * d_head)
+        q = x @ params.w_q[:, block] + params.b_q[block]
+        k = x @ params.w_k[:, block] + params.b_k[block]
+        scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(d_head)
+        exponentials = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        maps.append(exponentials / exponentials.sum(axis=-1, keepdims=True))
+    return np.stack(maps, axis=1)
+
+
+def ch7_head_weights_by_the_library_attention(x, params, n_heads):
+    # The prompt rules out split_heads and multi_head_attention, not chapter 4's attention.
+    from selfattn_lib.attention import scaled_dot_product_attention
+
+    d_head = x.shape[-1] // n_heads
+    maps = []
+    for h in range(n_heads):
+        block = slice(h * d_head, (h + 1) * d_head)
+        q = x @ params.w_q[:, block] + params.b_q[block]
+        k = x @ params.w_k[:, block] + params.b_k[block]
+        maps.append(scaled_dot_product_attention(q, k, k)[1])
+    return np.stack(maps, axis=1)
+
+
 def ch7_torch32(array):
     import torch
 
@@ -199,6 +227,8 @@ def test_ch7_checkers_accept_other_correct_formulations():
         (exercises.check_head_weights, ch7_head_weights_by_einsum_without_key_bias),
         (exercises.check_head_weights, ch7_head_weights_in_float32_torch),
         (exercises.check_head_weights, ch7_head_weights_by_torch_linear),
+        (exercises.check_head_weights, ch7_head_weights_reading_d_model),
+        (exercises.check_head_weights, ch7_head_weights_by_the_library_attention),
         (exercises.check_head_contributions, ch7_head_contributions),
         (exercises.check_head_contributions, ch7_contributions_by_zeroing_other_heads),
         (exercises.check_head_contributions, ch7_contributions_by_einsum),
@@ -234,6 +264,14 @@ def test_ch7_checkers_accept_other_correct_formulations():
             ["(B, H, T / H, D)", "cut the SEQUENCE"],
         ),
         (lambda x, h: ch7_split_heads(x, 2), ["2 heads of 4 features", "n_heads = 4"]),
+        (  # the two sizes of the reshape in the wrong order, then the right transpose
+            lambda x, h: x.reshape(*x.shape[:2], -1, h).transpose(0, 2, 1, 3),
+            ["= (B, D_h, T, H)", "sizes swapped", "n_heads = 2 groups of D_h = 3"],
+        ),
+        (
+            lambda x, h: np.stack(np.split(x, x.shape[-1] // h, axis=-1), axis=1),
+            ["= (B, D_h, T, H)", "np.split into D_h = 3 pieces"],
+        ),
     ],
 )
 def test_ch7_split_heads_names_typical_mistakes(answer, fragments):
@@ -254,6 +292,10 @@ def test_ch7_split_heads_names_typical_mistakes(answer, fragments):
         (lambda a: a.mean(axis=1), ["averages the heads", "SIDE BY SIDE"]),
         (lambda a: a[:, 0], ["keeps head 0 only"]),
         (lambda a: np.concatenate(list(a.transpose(1, 0, 2, 3)), axis=1), ["TOKEN axis"]),
+        (
+            lambda a: a.swapaxes(2, 3).reshape(a.shape[0], a.shape[2], -1),
+            ["swaps axes 2 and 3", "Swap axes 1 and 2"],
+        ),
     ],
 )
 def test_ch7_merge_heads_names_typical_mistakes(answer, fragments):
@@ -326,6 +368,12 @@ def ch7_scores_without_softmax(x, params, n_heads):
         (ch7_weights_of_queries_with_queries, ["queries with themselves"]),
         (ch7_weights_averaged_over_heads, ["AVERAGE over heads"]),
         (ch7_scores_without_softmax, ["returns the scores", "softmax"]),
+        (lambda x, p, h: ch7_head_weights(x, p, h, scale=x.shape[-1]), ["D = 6 itself"]),
+        (lambda x, p, h: ch7_head_weights(x, p, h, axis=(-2, -1)), ["whole T × T map"]),
+        (
+            lambda x, p, h: ch7_head_weights(x, replace(p, w_k=p.w_v, b_k=p.b_v), h),
+            ["keys with W_V"],
+        ),
     ],
 )
 def test_ch7_head_weights_names_typical_mistakes(answer, fragments):
@@ -383,6 +431,18 @@ def ch7_contributions_after_the_classic_split(x, params, n_heads):
     )
 
 
+def ch7_contributions_by_diagonal_blocks(x, params, n_heads):
+    d_head = x.shape[-1] // n_heads
+
+    def own_columns_only(w_o, h):
+        block = np.zeros_like(ch7_block(w_o, h, n_heads))
+        columns = slice(h * d_head, (h + 1) * d_head)
+        block[:, columns] = ch7_block(w_o, h, n_heads)[:, columns]
+        return block
+
+    return ch7_contributions_from_rows(x, params, n_heads, own_columns_only)
+
+
 def ch7_contributions_with_b_o_by_zeroing(x, params, n_heads):
     return ch7_contributions_by_zeroing_other_heads(x, params, n_heads) + params.b_o
 
@@ -411,6 +471,31 @@ def ch7_swapped_shares(x, params, n_heads):
         (ch7_contributions_scaled_by_root_d, ["√D = √6", "√D_h"]),
         (ch7_contributions_after_the_classic_split, ["reshaping straight", "classic"]),
         (ch7_contributions_with_b_o_by_zeroing, ["adds b_o"]),
+        (
+            lambda x, p, h: ch7_contributions_from_rows(
+                x, p, h, lambda w_o, i: ch7_block(w_o, i, h), scale=1.0
+            ),
+            ["does not scale the dot products"],
+        ),
+        (
+            lambda x, p, h: ch7_contributions_from_rows(
+                x, p, h, lambda w_o, i: ch7_block(w_o, i, h), scale=x.shape[-1] // h
+            ),
+            ["D_h = 3 itself"],
+        ),
+        (
+            lambda x, p, h: ch7_contributions_from_rows(
+                x, p, h, lambda w_o, i: ch7_block(w_o, i, h), scale=x.shape[-1]
+            ),
+            ["D = 6 itself"],
+        ),
+        (
+            lambda x, p, h: ch7_contributions_from_rows(
+                x, p, h, lambda w_o, i: ch7_block(w_o, i, h), scale=np.sqrt(h)
+            ),
+            ["√H = √2"],
+        ),
+        (ch7_contributions_by_diagonal_blocks, ["diagonal block of W_O", "all D output"]),
     ],
 )
 def test_ch7_head_contributions_names_typical_mistakes(answer, fragments):
