@@ -82,6 +82,8 @@ def check_split_layout_encoding(split_layout_encoding: Callable[[int, int], Any]
         # Tensor2Tensor's get_timing_signal_1d: ω_i = 10000^(-i / (D/2 - 1)).
         t2t = positions * _CH8_BASE ** (-np.arange(half) / max(half - 1, 1))
         per_dimension = positions * _CH8_BASE ** (-np.arange(d_model) / d_model)  # (T, D)
+        whole = positions * _CH8_BASE ** (-(np.arange(0, d_model, 2) // d_model))  # ω_i = 1
+        thousand = positions * 1000.0 ** (-np.arange(0, d_model, 2) / d_model)
         return [
             (
                 split(t2t),
@@ -127,6 +129,16 @@ def check_split_layout_encoding(split_layout_encoding: Callable[[int, int], Any]
                 split(_ch8_angles(max_len, d_model, start=1)),
                 "the positions start at 1; they start at 0 (np.arange(max_len)), so that "
                 "the first row is sin(0) = 0 and cos(0) = 1",
+            ),
+            (
+                split(whole),
+                "every pair turns at ω = 1: the exponent was computed with integer division, "
+                "2i // D, which is 0 for every i < D/2. Divide with /: ω_i = 10000^(-2i/D)",
+            ),
+            (
+                split(thousand),
+                "the frequencies are 1000^(-2i/D); the base is 10000 (ten thousand), "
+                "ω_i = 10000^(-2i/D)",
             ),
         ]
 
@@ -253,6 +265,12 @@ def check_closest_pair(closest_pair: Callable[[int, float], Any]) -> kit.Feedbac
                 "λ_i = 2π · 10000^(2i/D)",
             ),
             (
+                _ch8_log_closest(2 * np.pi * _CH8_BASE ** (np.arange(d_model) / d_model), target),
+                "is the closest of D wavelengths 2π · 10000^(j/D), one per DIMENSION j < D. A "
+                "sine and its cosine share one wavelength: there are D/2 pairs, with "
+                "λ_i = 2π · 10000^(2i/D) for i < D/2",
+            ),
+            (
                 expected + 1,
                 "is one more than the closest pair's index: the pairs are counted from 0 (pair "
                 "i holds dimensions 2i and 2i + 1, so np.arange(D // 2), not np.arange(1, …))",
@@ -294,9 +312,16 @@ def check_closest_pair(closest_pair: Callable[[int, float], Any]) -> kit.Feedbac
             d_model = cases[[case[3] for case in answers].index(what)][0]
             wavelengths = _ch8_wavelengths(d_model)  # (D / 2,)
             if not 0 <= got < d_model // 2:
+                target = cases[[case[3] for case in answers].index(what)][1]
+                beyond = not wavelengths[0] <= target <= wavelengths[-1]
                 raise kit.Mistake(
-                    f"{what}, but with D = {d_model} the pairs are i = 0 … {d_model // 2 - 1}; "
-                    "a target beyond the ends gets the first or last pair"
+                    f"{what}, but with D = {d_model} the pairs are i = 0 … {d_model // 2 - 1}"
+                    + (
+                        f"; a target beyond the ends (λ_0 = {wavelengths[0]:.4g} … λ_"
+                        f"{d_model // 2 - 1} = {wavelengths[-1]:.4g}) gets the first or last pair"
+                        if beyond
+                        else ", one for each sine–cosine pair"
+                    )
                 )
             raise kit.Mistake(
                 f"{what} (λ = {wavelengths[got]:.4g}), expected {expected} "
@@ -352,6 +377,10 @@ def check_equivariance_gap(equivariance_gap: Callable[..., Any]) -> kit.Feedback
         difference = shuffled - original[order]  # (T, D)
         weights = attention.scaled_dot_product_attention(x[order] + enc, x[order] + enc, x)[1]
         weights_original = attention.scaled_dot_product_attention(x + enc, x + enc, x)[1]
+        bare_values = attention.scaled_dot_product_attention(
+            x[order] + enc, x[order] + enc, x[order]
+        )[0]
+        bare_values_original = attention.scaled_dot_product_attention(x + enc, x + enc, x)[0]
         return {
             "right": float(np.abs(difference).max()),
             "invariance": float(np.abs(shuffled - original).max()),
@@ -366,6 +395,10 @@ def check_equivariance_gap(equivariance_gap: Callable[..., Any]) -> kit.Feedback
             "original without encoding": float(np.abs(shuffled - f(x)[order]).max()),
             "inputs": float(np.abs((x[order] + enc) - (x + enc)[order]).max()),
             "weights": float(np.abs(weights - weights_original[order][:, order]).max()),
+            "values without encoding": float(
+                np.abs(bare_values - bare_values_original[order]).max()
+            ),
+            "longest row": float(np.linalg.norm(difference, axis=-1).max()),
         }
 
     def check_one(order: np.ndarray, enc: np.ndarray, label: str) -> None:
@@ -454,6 +487,18 @@ def check_equivariance_gap(equivariance_gap: Callable[..., Any]) -> kit.Feedback
                 "thing scaled_dot_product_attention returns",
             ),
             (
+                values["values without encoding"],
+                "used the sentence WITHOUT the encodings as the values. Queries, keys and "
+                "values are all z = x[order] + encoding (and x + encoding for the original): "
+                "scaled_dot_product_attention(z, z, z)",
+            ),
+            (
+                values["longest row"],
+                "returned the largest LENGTH of a token's difference (np.linalg.norm over the "
+                "features); return the largest absolute entry over tokens and features, "
+                "np.abs(...).max()",
+            ),
+            (
                 values["signed"],
                 f"returned the largest SIGNED difference, {got:.4f}; a large negative "
                 "difference counts as much as a positive one: take np.abs(...) before .max() "
@@ -505,8 +550,9 @@ def check_decode_position(decode_position: Callable[[np.ndarray], Any]) -> kit.F
         """The usual slips' results for one row, ``(wrong result, explanation)``, each
         explanation continuing "<call> returned <got>": first those that are the same slip
         for every row and D (named from all the answers at once), then those named from one
-        answer (a truncation shows at a few rows only; "pair j" means another pair for
-        another D)."""
+        answer (rounding down or up shows at a few rows only, and is compared first there:
+        one position more or less is also within 0.5 of a fixed slip at a small position;
+        "pair j" means another pair for another D)."""
         omega = _ch8_frequencies(d_model)  # (D / 2,)
         wavelengths = 2 * np.pi / omega
         slowest = float(omega[-1])
@@ -569,6 +615,12 @@ def check_decode_position(decode_position: Callable[[np.ndarray], Any]) -> kit.F
                 f"come out just below, {position - 1}.99…. Round to the nearest whole number: "
                 "round(...)",
             ),
+            (
+                position + 1,
+                f" for position {position}: math.ceil (or np.ceil) rounds UP, and the angle "
+                f"divided by ω is {position} only up to rounding errors, so it can come out "
+                f"just above, {position}.00…1. Round to the nearest whole number: round(...)",
+            ),
             # Slowest first: pairs i and j < i can agree on a position (with D = 32, λ_14 is
             # exactly 100 λ_6, so 19999 mod λ_14 = 19999 mod λ_6); the slower is the likelier.
             *(
@@ -597,16 +649,21 @@ def check_decode_position(decode_position: Callable[[np.ndarray], Any]) -> kit.F
                 rows.append((what, per_row))
         # A whole-number answer can be up to 0.5 away from a slip's exact (unrounded) result.
         _ch8_slip_of_every_answer(answers, "", rtol=0, atol=0.5)
+        # Rounding down or up is off by one at some rows and right at others (position 0,
+        # whose angle is exactly 0, at least); an answer right nowhere made another slip.
+        rounding = any(abs(got - position) < 1e-6 for got, position, _, _ in answers)
         for (got, position, fixed, returned), (what, per_row) in zip(answers, rows, strict=True):
             if abs(got - position) < 1e-6:
                 continue
+            if not rounding or position == 0:
+                per_row = per_row[2:]  # the two rounding slips come first
             if abs(got - position) < 0.5:
                 raise kit.Mistake(
                     f"{what} returned {got:.10g} for position {position}: round to the nearest "
                     "whole number"
                 )
             kit.match_known_mistakes(
-                got, position, fixed + per_row, returned, rtol=0, atol=0.5, joiner=""
+                got, position, per_row + fixed, returned, rtol=0, atol=0.5, joiner=""
             )
             raise kit.Mistake(f"{what} returned {got:.6g}, expected {position}")
         return (
@@ -658,6 +715,9 @@ def check_rope_half(rope_half: Callable[[np.ndarray, np.ndarray], Any]) -> kit.F
         fast = positions[:, None] * _CH8_BASE ** (2 * np.arange(d_model // 2) / d_model)
         per_feature = positions[:, None] * _CH8_BASE ** (-np.arange(d_model) / d_model)
         unpaired = positions[:, None] * _CH8_BASE ** (-np.arange(d_model // 2) / d_model)
+        whole = positions[:, None] * _CH8_BASE ** (-(np.arange(0, d_model, 2) // d_model))
+        right = _ch8_rotate_halves(x, both)
+        half = d_model // 2
         return [
             (
                 positional.apply_rope(x, positions),
@@ -719,11 +779,30 @@ def check_rope_half(rope_half: Callable[[np.ndarray, np.ndarray], Any]) -> kit.F
                 "[-x_second_half, x_first_half], the partner of each feature in its pair",
             ),
             (
-                np.concatenate(
-                    [_ch8_rotate_halves(x, both)[:, : d_model // 2], x[:, d_model // 2 :]], axis=-1
-                ),
+                np.concatenate([right[:, :half], x[:, half:]], axis=-1),
                 "only the first half is turned; the second half of a pair changes too: "
                 "x_{i+D/2} cos θ + x_i sin θ",
+            ),
+            (
+                _ch8_rotate_halves(x, np.degrees(both)),
+                "the angles were turned into degrees; np.cos and np.sin take radians, and "
+                "θ_i = pos · ω_i is in radians already",
+            ),
+            (
+                np.concatenate([right[:, half:], right[:, :half]], axis=-1),
+                "the two halves of the result are swapped: the first half holds the pairs' "
+                "first coordinates, x_i cos θ - x_{i+D/2} sin θ, the second half "
+                "x_{i+D/2} cos θ + x_i sin θ",
+            ),
+            (
+                _ch8_rotate_halves(x, np.concatenate([angles, angles], axis=-1)[:, ::-1]),
+                "the frequencies are in reverse order: pair 0 (features 0 and D/2) turns "
+                "fastest, ω_0 = 1, and the last pair slowest, ω_i = 10000^(-2i/D)",
+            ),
+            (
+                _ch8_rotate_halves(x, np.concatenate([whole, whole], axis=-1)),
+                "every pair turns at ω = 1: the exponent was computed with integer division, "
+                "2i // D, which is 0 for every i < D/2. Divide with /: ω_i = 10000^(-2i/D)",
             ),
         ]
 

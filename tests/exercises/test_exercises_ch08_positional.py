@@ -2,6 +2,8 @@
 the mistake in typical wrong answers and accepts the usual correct alternatives. What every
 checker promises is tested once, over REFERENCES, in test_exercises_registry.py."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -164,6 +166,16 @@ def ch8_split_of(angles):
         (ch8_split_layout_with_a_frequency_per_column, ["its own frequency 10000^(-j/D)"]),
         (lambda t, d: ch8_split_of(ch8_angles(t, d, two=4)), ["exponent is 4i/D"]),
         (lambda t, d: ch8_split_of(ch8_angles(t - 1, d, start=1)), ["returned 5 rows", "0 … 5"]),
+        (
+            lambda t, d: ch8_split_of(
+                np.arange(t)[:, None] * 10000.0 ** -(np.arange(0, d, 2) // d)
+            ),
+            ["integer division", "2i // D"],
+        ),
+        (
+            lambda t, d: ch8_split_of(np.arange(t)[:, None] * 1000.0 ** (-np.arange(0, d, 2) / d)),
+            ["1000^(-2i/D)", "the base is 10000"],
+        ),
     ],
 )
 def test_ch8_split_layout_encoding_names_typical_mistakes(answer, fragments):
@@ -273,10 +285,28 @@ def ch8_index_solved_for(d_model, wavelength):
         ),
         (lambda d, w: float(ch8_wavelengths(d)[ch8_closest_pair(d, w)]), ["a WAVELENGTH"]),
         (lambda d, w: int(np.argmin(np.abs(ch8_wavelengths(d) / w - 1))), ["by DIFFERENCE"]),
+        (  # one wavelength per dimension, the chapter's "Common mistake" box
+            lambda d, w: int(
+                np.argmin(np.abs(np.log(2 * np.pi * 10000.0 ** (np.arange(d) / d) / w)))
+            ),
+            ["returned 35", "one per DIMENSION", "D/2 pairs"],
+        ),
     ],
 )
 def test_ch8_closest_pair_names_typical_mistakes(answer, fragments):
     assert_ch8_mistake(exercises.check_closest_pair(answer), *fragments)
+
+
+def test_ch8_closest_pair_speaks_of_the_ends_only_for_a_target_beyond_them():
+    # An index past the last pair for closest_pair(64, 1000), whose target lies between
+    # λ_0 = 6.28 and λ_31 ≈ 47 100: no clipping was missing.
+    inside = exercises.check_closest_pair(lambda d, w: ch8_closest_pair(d, w) + d // 2)
+    assert_ch8_mistake(inside, "returned 50", "i = 0 … 31, one for each sine–cosine pair")
+    assert "beyond the ends" not in inside.message
+    beyond = exercises.check_closest_pair(
+        lambda d, w: ch8_closest_pair(d, w) if w < 1e5 else d // 2  # past the end for 1e6
+    )
+    assert_ch8_mistake(beyond, "closest_pair(8, 1e+06) returned 4", "beyond the ends")
 
 
 def ch8_gap_by_unshuffling(x, order, encoding):
@@ -354,6 +384,15 @@ def ch8_gap_of_the_weights(x, order, encoding):
     return float(np.abs(weights - weights_original[order][:, order]).max())
 
 
+def ch8_gap_with_bare_values(x, order, encoding):
+    from selfattn_lib.attention import scaled_dot_product_attention
+
+    shuffled, original = x[order] + encoding, x + encoding
+    ours = scaled_dot_product_attention(shuffled, shuffled, x[order])[0]  # values: x alone
+    theirs = scaled_dot_product_attention(original, original, x)[0]
+    return float(np.abs(ours - theirs[order]).max())
+
+
 @pytest.mark.parametrize(
     ("answer", "fragments"),
     [
@@ -422,6 +461,15 @@ def ch8_gap_of_the_weights(x, order, encoding):
         ),
         (lambda x, o, e: float(np.abs((x[o] + e) - (x + e)[o]).max()), ["INPUTS of attention"]),
         (ch8_gap_of_the_weights, ["attention WEIGHTS", "OUTPUTS"]),
+        (ch8_gap_with_bare_values, ["WITHOUT the encodings as the values"]),
+        (
+            lambda x, o, e: float(
+                np.linalg.norm(
+                    ch8_self_attention(x[o] + e) - ch8_self_attention(x + e)[o], axis=1
+                ).max()
+            ),
+            ["largest LENGTH of a token's difference"],
+        ),
     ],
 )
 def test_ch8_equivariance_gap_names_typical_mistakes(answer, fragments):
@@ -534,6 +582,14 @@ def test_ch8_decode_position_accepts_equivalent_answers(answer):
         (
             lambda row: int(np.mod(ch8_slowest_angle(row), 2 * np.pi) / ch8_slowest(row)),
             ["int() (or np.floor) cuts off", "round(...)"],
+        ),
+        (  # at PE[1] with D = 32 the angle / ω is 1.0000000000000002
+            lambda row: math.ceil(np.mod(ch8_slowest_angle(row), 2 * np.pi) / ch8_slowest(row)),
+            ["PE[1] with D = 32) returned 2 for position 1", "rounds UP", "round(...)"],
+        ),
+        (
+            lambda row: np.ceil(np.mod(ch8_slowest_angle(row), 2 * np.pi) / ch8_slowest(row)),
+            ["rounds UP"],
         ),
         (ch8_decode_dividing_by(lambda d: 1e-4), ["divided the angle by 1/10000"]),
         (ch8_decode_dividing_by(lambda d: 10000.0 ** (-(d - 1) / d)), ["10000^(-(D-1)/D)"]),
@@ -719,6 +775,22 @@ def test_ch8_rope_half_accepts_the_rotate_half_formulation_and_float32(answer):
                 * np.sin(np.tile(ch8_rope_angles(p, x.shape[-1]), 2))
             ),
             ["wrong way (by -θ)"],
+        ),
+        (
+            lambda x, p: ch8_rope_by_rotate_half(x, p, tile=lambda a: np.degrees(np.tile(a, 2))),
+            ["into degrees", "radians"],
+        ),
+        (
+            lambda x, p: np.roll(ch8_rope_half(x, p), x.shape[-1] // 2, axis=1),
+            ["two halves of the result are swapped"],
+        ),
+        (
+            lambda x, p: ch8_rope_by_rotate_half(x, p, tile=lambda a: np.tile(a[:, ::-1], 2)),
+            ["reverse order", "ω_0 = 1"],
+        ),
+        (
+            lambda x, p: ch8_rope_by_rotate_half(x, p, exponent=0),  # 2i // D: 0 for every i
+            ["integer division", "2i // D"],
         ),
     ],
 )
