@@ -189,6 +189,19 @@ def test_rope_keeps_lengths_scores_depend_on_the_offset_and_layouts_differ_by_a_
     )
 
 
+@pytest.mark.parametrize("offset", [1, 5, 37])
+def test_rope_turns_a_pair_the_other_way_round_from_the_offset_rotation(offset):
+    # Chapter 8: RoPE's block [[cos, -sin], [sin, cos]] is M_k's turn of a pair written
+    # (cos, sin); on the encoding's own (sin, cos) pairs it turns back by k positions.
+    encoding = sinusoidal_encoding(200, 16)  # (T, D): (sin, cos) pairs
+    swap = np.arange(16).reshape(8, 2)[:, ::-1].ravel()  # (sin, cos) <-> (cos, sin)
+    rows = np.arange(offset, 200 - offset)
+    ahead = apply_rope(encoding[rows][:, swap], np.full(len(rows), offset))[:, swap]
+    np.testing.assert_allclose(ahead, encoding[rows + offset], atol=1e-9)
+    back = apply_rope(encoding[rows], np.full(len(rows), offset))
+    np.testing.assert_allclose(back, encoding[rows - offset], atol=1e-9)
+
+
 def test_rope_keeps_float32():
     x = np.ones((2, 4), dtype=np.float32)
     assert apply_rope(x, [0, 1]).dtype == np.float32
