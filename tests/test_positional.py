@@ -61,6 +61,15 @@ def test_a_fixed_offset_is_a_rotation_of_each_pair(position, offset, d_model):
     )
 
 
+def test_neighbours_are_similar_where_binary_counting_flips_every_bit():
+    # Chapter 8: 7 = 0111 and 8 = 1000 differ in every bit (as ±1 vectors they point opposite
+    # ways), while the sinusoidal encodings of 7 and 8 (D = 8) point almost the same way.
+    bits = np.array([[1 if b == "1" else -1 for b in f"{n:04b}"] for n in (7, 8)])
+    assert [f"{n:04b}" for n in (7, 8)] == ["0111", "1000"] and bits[0] @ bits[1] == -4
+    seven, eight = sinusoidal_encoding(9, 8)[[7, 8]]
+    assert seven @ eight / (seven @ seven) == pytest.approx(0.884, abs=1e-3)  # equal lengths
+
+
 def test_positions_are_distinct():
     encoding = sinusoidal_encoding(64, 16)
     distances = np.linalg.norm(encoding[:, None] - encoding[None, :], axis=-1)
