@@ -1,8 +1,9 @@
 """Positional encodings (chapter 8): the sinusoidal encoding and rotary embeddings (RoPE).
 
-Attention itself ignores order (permuting the tokens permutes the outputs), so each position
-gets a vector added to its token's embedding. The original Transformer uses sines and cosines
-of geometrically spaced frequencies:
+Attention without a mask ignores order (permuting the tokens permutes the outputs), so
+positions are added to the embeddings (the sinusoidal encoding) or turned into the queries and
+keys (RoPE). The original Transformer adds sines and cosines of geometrically spaced
+frequencies:
 
 ``PE[pos, 2i] = sin(pos / base^(2i / D))`` and ``PE[pos, 2i + 1] = cos(pos / base^(2i / D))``.
 

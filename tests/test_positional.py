@@ -61,6 +61,15 @@ def test_a_fixed_offset_is_a_rotation_of_each_pair(position, offset, d_model):
     )
 
 
+def test_neighbours_are_similar_where_binary_counting_flips_every_bit():
+    # Chapter 8: 7 = 0111 and 8 = 1000 differ in every bit (as ±1 vectors they point opposite
+    # ways), while the sinusoidal encodings of 7 and 8 (D = 8) point almost the same way.
+    bits = np.array([[1 if b == "1" else -1 for b in f"{n:04b}"] for n in (7, 8)])
+    assert [f"{n:04b}" for n in (7, 8)] == ["0111", "1000"] and bits[0] @ bits[1] == -4
+    seven, eight = sinusoidal_encoding(9, 8)[[7, 8]]
+    assert seven @ eight / (seven @ seven) == pytest.approx(0.884, abs=1e-3)  # equal lengths
+
+
 def test_positions_are_distinct():
     encoding = sinusoidal_encoding(64, 16)
     distances = np.linalg.norm(encoding[:, None] - encoding[None, :], axis=-1)
@@ -187,6 +196,19 @@ def test_rope_keeps_lengths_scores_depend_on_the_offset_and_layouts_differ_by_a_
     np.testing.assert_allclose(
         apply_rope(q[:, order], [m], layout="half"), apply_rope(q, [m])[:, order], atol=1e-12
     )
+
+
+@pytest.mark.parametrize("offset", [1, 5, 37])
+def test_rope_turns_a_pair_the_other_way_round_from_the_offset_rotation(offset):
+    # Chapter 8: RoPE's block [[cos, -sin], [sin, cos]] is M_k's turn of a pair written
+    # (cos, sin); on the encoding's own (sin, cos) pairs it turns back by k positions.
+    encoding = sinusoidal_encoding(200, 16)  # (T, D): (sin, cos) pairs
+    swap = np.arange(16).reshape(8, 2)[:, ::-1].ravel()  # (sin, cos) <-> (cos, sin)
+    rows = np.arange(offset, 200 - offset)
+    ahead = apply_rope(encoding[rows][:, swap], np.full(len(rows), offset))[:, swap]
+    np.testing.assert_allclose(ahead, encoding[rows + offset], atol=1e-9)
+    back = apply_rope(encoding[rows], np.full(len(rows), offset))
+    np.testing.assert_allclose(back, encoding[rows - offset], atol=1e-9)
 
 
 def test_rope_keeps_float32():

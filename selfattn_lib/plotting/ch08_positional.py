@@ -214,16 +214,17 @@ def rope_rotation(
 
     Top: the ``D`` features of a vector twice, each pair in its own colour: the interleaved
     layout pairs ``(x_2i, x_2i+1)``, the half-split (``rotate_half``) layout pairs
-    ``(x_i, x_i+D/2)``. Bottom: pair ``pair`` of ``vector`` at each position, as an arrow in
-    the plane, labelled with its angle ``θ = pos · ω``. The figure draws the numbers it is
-    given (the rotated pair and the angles, computed with :mod:`selfattn_lib.positional`);
-    its alt text is written from them.
+    ``(x_i, x_i+D/2)``. Bottom: pair ``pair`` of ``vector`` in the interleaved layout,
+    ``(x_2i, x_2i+1)``, at each position, as an arrow in the plane, labelled with its angle
+    ``θ = pos · ω`` (on the same vector the half-split layout turns other numbers). The
+    figure draws the numbers it is given (the rotated pair and the angles, computed with
+    :mod:`selfattn_lib.positional`); its alt text is written from them.
 
     Shapes
     ------
-    ``pair_values``: ``(n, 2)``, the pair ``(a, b)`` after rotation at each of the ``n``
-    ``positions`` ``(n,)`` by ``angles`` ``(n,)`` radians; ``d_model`` (``D``, even, at most
-    16 so that the boxes stay legible); ``0 ≤ pair < D / 2``.
+    ``pair_values``: ``(n, 2)``, the interleaved pair ``(a, b)`` after rotation at each of
+    the ``n`` ``positions`` ``(n,)`` by ``angles`` ``(n,)`` radians; ``d_model`` (``D``,
+    even, at most 16 so that the boxes stay legible); ``0 ≤ pair < D / 2``.
 
     Examples
     --------
@@ -321,9 +322,8 @@ def rope_rotation(
     plane.axhline(0, color="0.6", linewidth=0.8)
     plane.axvline(0, color="0.6", linewidth=0.8)
     first, second = layouts["interleaved (RoFormer)"][pair]
-    other = layouts["half-split (rotate_half)"][pair]
-    plane.set_xlabel(f"first of pair {pair}: x{first} (both layouts)", fontsize=9)
-    plane.set_ylabel(f"second: x{second} (interleaved), x{other[1]} (half)", fontsize=9)
+    plane.set_xlabel(f"first of interleaved pair {pair}: x{first}", fontsize=9)
+    plane.set_ylabel(f"second of interleaved pair {pair}: x{second}", fontsize=9)
     plane.tick_params(labelsize=8)
     colour = OKABE_ITO[0]
     start = np.degrees(np.arctan2(values[0, 1], values[0, 0]))  # direction of the first arrow
@@ -363,9 +363,9 @@ def rope_rotation(
         "ω_i = 10000^(−2i/D):\n\n"
         "(a, b) → (a cos θ − b sin θ,\n"
         "              a sin θ + b cos θ)\n\n"
-        "Both layouts turn the same pairs of\n"
-        "numbers; they only store them in\n"
-        "different places.",
+        "Each layout turns its own pairs:\n"
+        "half-split RoPE is interleaved RoPE\n"
+        "with the features permuted.",
         ha="left",
         va="center",
         fontsize=9,
@@ -381,9 +381,10 @@ def rope_rotation(
     alt = (
         f"Computed diagram: RoPE turns pairs of features, D = {d_model}. Interleaved layout "
         f"(RoFormer) pairs {pairs_text(layouts['interleaved (RoFormer)'])}; half-split layout "
-        f"(rotate_half) pairs {pairs_text(layouts['half-split (rotate_half)'])}. Pair {pair} "
-        f"of {vector} drawn as an arrow in the plane at each position, turned by θ = pos · "
-        f"ω_{pair}: {arrows}."
+        f"(rotate_half) pairs {pairs_text(layouts['half-split (rotate_half)'])}. Interleaved "
+        f"pair {pair} of {vector}, {pairs_text([(first, second)])}, drawn as an arrow in the "
+        f"plane at each position, turned by θ = pos · ω_{pair}: {arrows}. Each layout turns "
+        "its own pairs: half-split RoPE is interleaved RoPE with the features permuted."
     )
     return Diagram(fig, alt)
 

@@ -2,6 +2,8 @@
 the mistake in typical wrong answers and accepts the usual correct alternatives. What every
 checker promises is tested once, over REFERENCES, in test_exercises_registry.py."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -93,16 +95,54 @@ def assert_ch8_mistake(feedback, *fragments):
         assert fragment in feedback.message, feedback.message
 
 
+def ch8_split_layout_by_loops(max_len, d_model):
+    import math
+
+    encoding = np.zeros((max_len, d_model))
+    for pos in range(max_len):
+        for i in range(d_model // 2):
+            omega = 1 / 10000 ** (2 * i / d_model)
+            encoding[pos, i] = math.sin(pos * omega)
+            encoding[pos, d_model // 2 + i] = math.cos(pos * omega)
+    return encoding
+
+
+def ch8_split_layout_in_float32_torch(max_len, d_model):
+    import math
+
+    import torch
+
+    position = torch.arange(max_len, dtype=torch.float32)[:, None]
+    div_term = torch.exp(torch.arange(0, d_model, 2).float() * (-math.log(10000.0) / d_model))
+    return torch.cat([torch.sin(position * div_term), torch.cos(position * div_term)], dim=1)
+
+
+def ch8_split_layout_of_tensor2tensor(max_len, d_model):
+    # get_timing_signal_1d: log_timescale_increment = log(10000) / (D/2 - 1)
+    half = d_model // 2
+    inv_timescales = np.exp(-np.arange(half) * np.log(10000.0) / max(half - 1, 1))
+    return ch8_split_of(np.arange(max_len)[:, None] * inv_timescales)
+
+
+def ch8_split_layout_with_a_frequency_per_column(max_len, d_model):
+    angles = np.arange(max_len)[:, None] * 10000.0 ** (-np.arange(d_model) / d_model)
+    half = d_model // 2
+    return np.concatenate([np.sin(angles[:, :half]), np.cos(angles[:, half:])], axis=1)
+
+
 @pytest.mark.parametrize(
     "answer",
     [
         lambda t, d: ch8_split_layout_encoding(t, d).astype(np.float32),
         lambda t, d: ch8_split_layout_encoding(t, d).tolist(),
         lambda t, d: ch8_interleaved(t, d)[:, np.r_[0:d:2, 1:d:2]],  # regroup the columns
+        ch8_split_layout_by_loops,
+        ch8_split_layout_in_float32_torch,
     ],
 )
 def test_ch8_split_layout_encoding_accepts_equivalent_answers(answer):
-    assert exercises.check_split_layout_encoding(answer).passed
+    feedback = exercises.check_split_layout_encoding(answer)
+    assert feedback.passed, feedback.message
 
 
 def ch8_split_of(angles):
@@ -122,6 +162,20 @@ def ch8_split_of(angles):
         (lambda t, d: ch8_split_of(ch8_angles(t, d, start=1)), ["start at 1"]),
         (lambda t, d: ch8_split_layout_encoding(t, d).T, ["= (D, T)", "one row per position"]),
         (lambda t, d: ch8_split_layout_encoding(t, d)[:, ::-1], ["is off at index"]),
+        (ch8_split_layout_of_tensor2tensor, ["Tensor2Tensor's frequencies"]),
+        (ch8_split_layout_with_a_frequency_per_column, ["its own frequency 10000^(-j/D)"]),
+        (lambda t, d: ch8_split_of(ch8_angles(t, d, two=4)), ["exponent is 4i/D"]),
+        (lambda t, d: ch8_split_of(ch8_angles(t - 1, d, start=1)), ["returned 5 rows", "0 … 5"]),
+        (
+            lambda t, d: ch8_split_of(
+                np.arange(t)[:, None] * 10000.0 ** -(np.arange(0, d, 2) // d)
+            ),
+            ["integer division", "2i // D"],
+        ),
+        (
+            lambda t, d: ch8_split_of(np.arange(t)[:, None] * 1000.0 ** (-np.arange(0, d, 2) / d)),
+            ["1000^(-2i/D)", "the base is 10000"],
+        ),
     ],
 )
 def test_ch8_split_layout_encoding_names_typical_mistakes(answer, fragments):
@@ -133,8 +187,49 @@ def ch8_closest_pair_by_formula(d_model, wavelength):
     return np.clip(np.round(index), 0, d_model // 2 - 1)  # a float64 holding a whole number
 
 
-def test_ch8_closest_pair_accepts_the_formula():
-    assert exercises.check_closest_pair(ch8_closest_pair_by_formula).passed
+def ch8_closest_pair_by_bisection(d_model, wavelength):
+    import bisect
+
+    wavelengths = list(ch8_wavelengths(d_model))
+    right = bisect.bisect_left(wavelengths, wavelength)
+    if right in (0, len(wavelengths)):
+        return min(right, len(wavelengths) - 1)
+    above, below = wavelengths[right] / wavelength, wavelength / wavelengths[right - 1]
+    return right if above < below else right - 1
+
+
+def ch8_closest_pair_by_loop(d_model, wavelength):
+    import math
+
+    ratios = [
+        abs(math.log(2 * math.pi * 10000 ** (2 * i / d_model) / wavelength))
+        for i in range(d_model // 2)
+    ]
+    return ratios.index(min(ratios))
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        ch8_closest_pair_by_formula,
+        ch8_closest_pair_by_bisection,
+        ch8_closest_pair_by_loop,
+        lambda d, w: np.int64(ch8_closest_pair(d, w)),
+        lambda d, w: float(ch8_closest_pair(d, w)),
+        # by ratio of frequencies: ω_i = 2π / λ_i
+        lambda d, w: int(
+            np.argmin(np.abs(np.log(2 * np.pi / ch8_wavelengths(d) * w / (2 * np.pi))))
+        ),
+        lambda d, w: int(np.argmin(np.abs(np.log10(ch8_wavelengths(d)) - np.log10(w)))),
+    ],
+)
+def test_ch8_closest_pair_accepts_equivalent_answers(answer):
+    feedback = exercises.check_closest_pair(answer)
+    assert feedback.passed, feedback.message
+
+
+def ch8_index_solved_for(d_model, wavelength):
+    return d_model / 2 * np.log(wavelength / (2 * np.pi)) / np.log(10000.0)  # a float
 
 
 @pytest.mark.parametrize(
@@ -155,12 +250,63 @@ def test_ch8_closest_pair_accepts_the_formula():
         ),
         (lambda d, w: ch8_closest_pair(d, w) + 0.5, ["whole number"]),
         (lambda d, w: d // 2, ["i = 0 … 31"]),
+        (lambda d, w: ch8_closest_pair(d, w) + 1, ["one more than", "counted from 0"]),
         (lambda d, w: min(ch8_closest_pair(d, w) + 1, d // 2 - 1), ["expected 18"]),
         (lambda d, w: [ch8_closest_pair(d, w)], ["returned shape (1,)"]),
+        (
+            lambda d, w: int(np.clip(np.floor(ch8_index_solved_for(d, w)), 0, d // 2 - 1)),
+            ["DOWN", "i = 17.615"],
+        ),
+        (
+            lambda d, w: int(np.clip(int(ch8_index_solved_for(d, w)), 0, d // 2 - 1)),
+            ["DOWN", "int()"],
+        ),
+        (
+            lambda d, w: int(np.clip(np.ceil(ch8_index_solved_for(d, w)), 0, d // 2 - 1)),
+            ["UP", "closest_pair(16, 100)", "i = 2.404"],
+        ),
+        (
+            lambda d, w: int(np.round(ch8_index_solved_for(d, w))),
+            ["not clipped", "closest_pair(8, 1e+06)", "i = 0 … 3"],
+        ),
+        (
+            lambda d, w: int(
+                np.argmin(np.abs(np.log(2 * np.pi * 10000.0 ** (np.arange(d // 2) / d) / w)))
+            ),
+            ["2π · 10000^(i/D)", "exponent is 2i/D"],
+        ),
+        (
+            lambda d, w: int(np.argmax(np.abs(np.log(ch8_wavelengths(d) / w)))),
+            ["FARTHEST", "np.argmin"],
+        ),
+        (
+            lambda d, w: int(np.argmin(np.log(ch8_wavelengths(d) / w))),
+            ["pair 0 for every", "np.abs"],
+        ),
+        (lambda d, w: float(ch8_wavelengths(d)[ch8_closest_pair(d, w)]), ["a WAVELENGTH"]),
+        (lambda d, w: int(np.argmin(np.abs(ch8_wavelengths(d) / w - 1))), ["by DIFFERENCE"]),
+        (  # one wavelength per dimension, the chapter's "Common mistake" box
+            lambda d, w: int(
+                np.argmin(np.abs(np.log(2 * np.pi * 10000.0 ** (np.arange(d) / d) / w)))
+            ),
+            ["returned 35", "one per DIMENSION", "D/2 pairs"],
+        ),
     ],
 )
 def test_ch8_closest_pair_names_typical_mistakes(answer, fragments):
     assert_ch8_mistake(exercises.check_closest_pair(answer), *fragments)
+
+
+def test_ch8_closest_pair_speaks_of_the_ends_only_for_a_target_beyond_them():
+    # An index past the last pair for closest_pair(64, 1000), whose target lies between
+    # λ_0 = 6.28 and λ_31 ≈ 47 100: no clipping was missing.
+    inside = exercises.check_closest_pair(lambda d, w: ch8_closest_pair(d, w) + d // 2)
+    assert_ch8_mistake(inside, "returned 50", "i = 0 … 31, one for each sine–cosine pair")
+    assert "beyond the ends" not in inside.message
+    beyond = exercises.check_closest_pair(
+        lambda d, w: ch8_closest_pair(d, w) if w < 1e5 else d // 2  # past the end for 1e6
+    )
+    assert_ch8_mistake(beyond, "closest_pair(8, 1e+06) returned 4", "beyond the ends")
 
 
 def ch8_gap_by_unshuffling(x, order, encoding):
@@ -183,11 +329,68 @@ def ch8_gap_in_float32_torch(x, order, encoding):
     return (shuffled - attend(x_t + encoding_t)[torch.as_tensor(order)]).abs().max()
 
 
-@pytest.mark.parametrize("answer", [ch8_gap_by_unshuffling, ch8_gap_in_float32_torch])
+def ch8_gap_by_loops(x, order, encoding):
+    import math
+
+    def attend(z):
+        n_tokens, d_model = z.shape
+        out = np.zeros_like(z)
+        for i in range(n_tokens):
+            scores = [float(z[i] @ z[j]) / math.sqrt(d_model) for j in range(n_tokens)]
+            weights = np.exp(np.array(scores) - max(scores))
+            out[i] = (weights / weights.sum()) @ z
+        return out
+
+    shuffled, original = attend(x[order] + encoding), attend(x + encoding)
+    return max(
+        abs(shuffled[t, f] - original[order[t], f])
+        for t in range(len(order))
+        for f in range(x.shape[1])
+    )
+
+
+def ch8_gap_by_torch_sdpa_float32(x, order, encoding):
+    import torch
+
+    def attend(z):
+        z = torch.tensor(z, dtype=torch.float32)[None]  # (1, T, D)
+        return torch.nn.functional.scaled_dot_product_attention(z, z, z)[0]
+
+    return (attend(x[order] + encoding) - attend(x + encoding)[order]).abs().max()
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        ch8_gap_by_unshuffling,
+        ch8_gap_in_float32_torch,
+        ch8_gap_by_loops,
+        ch8_gap_by_torch_sdpa_float32,
+        lambda x, o, e: np.max(np.abs(ch8_self_attention(x[o] + e) - ch8_self_attention(x + e)[o])),
+    ],
+)
 def test_ch8_equivariance_gap_accepts_unshuffling_and_float32(answer):
     # float32 rounding leaves a gap of about 1e-7 where the exact gap is 0: still correct.
     feedback = exercises.check_equivariance_gap(answer)
     assert feedback.passed, feedback.message
+
+
+def ch8_gap_of_the_weights(x, order, encoding):
+    from selfattn_lib.attention import scaled_dot_product_attention
+
+    shuffled, original = x[order] + encoding, x + encoding
+    weights = scaled_dot_product_attention(shuffled, shuffled, shuffled)[1]
+    weights_original = scaled_dot_product_attention(original, original, original)[1]
+    return float(np.abs(weights - weights_original[order][:, order]).max())
+
+
+def ch8_gap_with_bare_values(x, order, encoding):
+    from selfattn_lib.attention import scaled_dot_product_attention
+
+    shuffled, original = x[order] + encoding, x + encoding
+    ours = scaled_dot_product_attention(shuffled, shuffled, x[order])[0]  # values: x alone
+    theirs = scaled_dot_product_attention(original, original, x)[0]
+    return float(np.abs(ours - theirs[order]).max())
 
 
 @pytest.mark.parametrize(
@@ -223,7 +426,49 @@ def test_ch8_equivariance_gap_accepts_unshuffling_and_float32(answer):
         (lambda x, o, e: 2 * ch8_equivariance_gap(x, o, e), ["expected"]),
         (
             lambda x, o, e: np.abs(ch8_self_attention(x[o] + e) - ch8_self_attention(x + e)[o]),
-            ["returned shape (5, 4)"],
+            ["array of shape (5, 4)", "ONE number"],
+        ),
+        (
+            lambda x, o, e: np.abs(ch8_self_attention(x[o] + e) - ch8_self_attention(x + e)[o]).max(
+                1
+            ),
+            ["array of shape (5,)", "ONE number"],
+        ),
+        (lambda x, o, e: ch8_equivariance_gap(x, o, e, reduce=np.sum), ["SUM"]),
+        (
+            lambda x, o, e: float(
+                np.linalg.norm(ch8_self_attention(x[o] + e) - ch8_self_attention(x + e)[o])
+            ),
+            ["Frobenius norm"],
+        ),
+        (
+            lambda x, o, e: float(
+                np.abs(ch8_self_attention(x + e[o]) - ch8_self_attention(x + e)[o]).max()
+            ),
+            ["shuffled the ENCODING", "x[order] + encoding"],
+        ),
+        (
+            lambda x, o, e: float(
+                np.abs(ch8_self_attention(x + e[o]) - ch8_self_attention(x + e)).max()
+            ),
+            ["shuffled the ENCODING", "unshuffled outputs"],
+        ),
+        (
+            lambda x, o, e: float(
+                np.abs(ch8_self_attention(x[o] + e) - ch8_self_attention(x)[o]).max()
+            ),
+            ["WITHOUT the encoding"],
+        ),
+        (lambda x, o, e: float(np.abs((x[o] + e) - (x + e)[o]).max()), ["INPUTS of attention"]),
+        (ch8_gap_of_the_weights, ["attention WEIGHTS", "OUTPUTS"]),
+        (ch8_gap_with_bare_values, ["WITHOUT the encodings as the values"]),
+        (
+            lambda x, o, e: float(
+                np.linalg.norm(
+                    ch8_self_attention(x[o] + e) - ch8_self_attention(x + e)[o], axis=1
+                ).max()
+            ),
+            ["largest LENGTH of a token's difference"],
         ),
     ],
 )
@@ -242,16 +487,67 @@ def ch8_slowest(row):
     return 10000.0 ** (-(len(row) - 2) / len(row))
 
 
+def ch8_decode_coarse_to_fine(row):
+    # The slowest pair's estimate, refined pair by pair down to the fastest.
+    d_model = len(row)
+    omegas = 10000.0 ** (-np.arange(0, d_model, 2) / d_model)  # (D / 2,)
+    angles = np.mod(np.arctan2(row[0::2], row[1::2]), 2 * np.pi)  # (D / 2,)
+    estimate = angles[-1] / omegas[-1]
+    for i in range(d_model // 2 - 2, -1, -1):
+        turns = np.round((estimate * omegas[i] - angles[i]) / (2 * np.pi))
+        estimate = (angles[i] + 2 * np.pi * turns) / omegas[i]
+    return int(round(estimate))
+
+
+def ch8_decode_in_float32_torch(row):
+    import math
+
+    import torch
+
+    row_t = torch.tensor(row, dtype=torch.float32)
+    angle = torch.remainder(torch.atan2(row_t[-2], row_t[-1]), 2 * math.pi)
+    return torch.round(angle / ch8_slowest(row))
+
+
+def ch8_decode_with_an_if(row):
+    angle = np.arctan2(row[-2], row[-1])
+    if angle < 0:
+        angle += 2 * np.pi
+    return round(angle / ch8_slowest(row))
+
+
+def ch8_decode_by_pair(pair_from_the_end):
+    """A decoder that reads the pair ``pair_from_the_end`` places before the slowest."""
+
+    def decode(row):
+        i = len(row) // 2 - 1 - pair_from_the_end
+        omega = 10000.0 ** (-2 * i / len(row))
+        return round(np.mod(np.arctan2(row[2 * i], row[2 * i + 1]), 2 * np.pi) / omega)
+
+    return decode
+
+
+def ch8_decode_dividing_by(omega_of_d):
+    def decode(row):
+        return round(np.mod(ch8_slowest_angle(row), 2 * np.pi) / omega_of_d(len(row)))
+
+    return decode
+
+
 @pytest.mark.parametrize(
     "answer",
     [
         ch8_decode_by_search,
         lambda row: np.mod(ch8_slowest_angle(row), 2 * np.pi) / ch8_slowest(row),  # not rounded
         lambda row: np.int64(ch8_decode_position(np.asarray(row))),
+        ch8_decode_coarse_to_fine,
+        ch8_decode_in_float32_torch,
+        ch8_decode_with_an_if,
     ],
 )
 def test_ch8_decode_position_accepts_equivalent_answers(answer):
-    assert exercises.check_decode_position(answer).passed
+    feedback = exercises.check_decode_position(answer)
+    assert feedback.passed, feedback.message
 
 
 @pytest.mark.parametrize(
@@ -279,10 +575,54 @@ def test_ch8_decode_position_accepts_equivalent_answers(answer):
         ),
         (lambda row: ch8_decode_position(row) + 0.3, ["round to the nearest whole number"]),
         (lambda row: ch8_decode_position(row) + 1, ["expected 0"]),
+        (
+            ch8_decode_by_pair(1),  # the second-slowest pair: pair 14 of D = 32, not pair 6
+            ["PE[19999] with D = 32", "pair 14 repeats every 1.987e+04"],
+        ),
+        (
+            lambda row: int(np.mod(ch8_slowest_angle(row), 2 * np.pi) / ch8_slowest(row)),
+            ["int() (or np.floor) cuts off", "round(...)"],
+        ),
+        (  # at PE[1] with D = 32 the angle / ω is 1.0000000000000002
+            lambda row: math.ceil(np.mod(ch8_slowest_angle(row), 2 * np.pi) / ch8_slowest(row)),
+            ["PE[1] with D = 32) returned 2 for position 1", "rounds UP", "round(...)"],
+        ),
+        (
+            lambda row: np.ceil(np.mod(ch8_slowest_angle(row), 2 * np.pi) / ch8_slowest(row)),
+            ["rounds UP"],
+        ),
+        (ch8_decode_dividing_by(lambda d: 1e-4), ["divided the angle by 1/10000"]),
+        (ch8_decode_dividing_by(lambda d: 10000.0 ** (-(d - 1) / d)), ["10000^(-(D-1)/D)"]),
+        (
+            lambda row: round(np.mod(np.arctan(row[-2] / row[-1]), 2 * np.pi) / ch8_slowest(row)),
+            ["np.arctan(sine / cosine)", "np.arctan2"],
+        ),
+        (
+            lambda row: round(np.mod(ch8_slowest_angle(row), np.pi) / ch8_slowest(row)),
+            ["[0, π)", "np.mod(angle, 2 * np.pi)"],
+        ),
+        (
+            lambda row: round(
+                np.degrees(np.mod(ch8_slowest_angle(row), 2 * np.pi)) / ch8_slowest(row)
+            ),
+            ["degrees"],
+        ),
+        (
+            lambda row: round(np.mod(ch8_slowest_angle(row), 2 * np.pi) * ch8_slowest(row)),
+            ["multiplied the angle by ω"],
+        ),
     ],
 )
 def test_ch8_decode_position_names_typical_mistakes(answer, fragments):
     assert_ch8_mistake(exercises.check_decode_position(answer), *fragments)
+
+
+@pytest.mark.parametrize("pair", range(15))
+def test_ch8_decode_position_names_the_pair_a_decoder_used(pair):
+    # With D = 32, λ_14 = 100 λ_6: position 19999 is 129.8 past a whole turn of both, so the
+    # catalogue is searched from the slowest pair down.
+    feedback = exercises.check_decode_position(ch8_decode_by_pair(15 - pair))  # pair i of D = 32
+    assert_ch8_mistake(feedback, f"pair {pair} repeats every")
 
 
 def test_ch8_decode_position_reads_shifted_encodings():
@@ -349,12 +689,56 @@ def ch8_rope_row_numbers(x, positions):
     return ch8_rope_half(x, np.arange(len(positions)))
 
 
+def ch8_rope_without_the_sine_term(x, positions):
+    return x * np.cos(np.tile(ch8_rope_angles(positions, x.shape[-1]), 2))
+
+
+def ch8_rope_with_x_for_rotate_half(x, positions):
+    angles = np.tile(ch8_rope_angles(positions, x.shape[-1]), 2)
+    return x * np.cos(angles) + x * np.sin(angles)
+
+
+def ch8_rope_of_the_first_half_only(x, positions):
+    half = x.shape[-1] // 2
+    return np.concatenate([ch8_rope_half(x, positions)[:, :half], x[:, half:]], axis=1)
+
+
 def ch8_rope_in_place(x, positions):
     x[:] = ch8_rope_half(x, positions)
     return x
 
 
-@pytest.mark.parametrize("answer", [ch8_rope_by_rotate_half, ch8_rope_in_torch_float32])
+def ch8_rope_by_complex_numbers(x, positions):
+    half = x.shape[-1] // 2
+    turned = (x[:, :half] + 1j * x[:, half:]) * np.exp(1j * ch8_rope_angles(positions, x.shape[-1]))
+    return np.concatenate([turned.real, turned.imag], axis=1)
+
+
+def ch8_rope_by_loops(x, positions):
+    import math
+
+    n_tokens, d_model = x.shape
+    out = np.empty_like(x)
+    for t in range(n_tokens):
+        for i in range(d_model // 2):
+            theta = positions[t] * 10000 ** (-2 * i / d_model)
+            a, b = x[t, i], x[t, i + d_model // 2]
+            out[t, i] = a * math.cos(theta) - b * math.sin(theta)
+            out[t, i + d_model // 2] = a * math.sin(theta) + b * math.cos(theta)
+    return out
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        ch8_rope_by_rotate_half,
+        ch8_rope_in_torch_float32,
+        ch8_rope_by_complex_numbers,
+        ch8_rope_by_loops,
+        lambda x, p: ch8_rope_half(x, p).astype(np.float32),
+        lambda x, p: ch8_rope_half(x.copy(), list(p)),
+    ],
+)
 def test_ch8_rope_half_accepts_the_rotate_half_formulation_and_float32(answer):
     feedback = exercises.check_rope_half(answer)
     assert feedback.passed, feedback.message
@@ -373,8 +757,41 @@ def test_ch8_rope_half_accepts_the_rotate_half_formulation_and_float32(answer):
         (lambda x, p: ch8_rope_by_rotate_half(x, p, sign=-1.0), ["wrong way (by -θ)"]),
         (ch8_rope_row_numbers, ["row numbers 0, 1, 2"]),
         (ch8_rope_by_library, ["calls `selfattn_lib.positional.apply_rope`"]),
-        (ch8_rope_in_place, ["changed the array it was given"]),
-        (lambda x, p: ch8_rope_half(x, p).T, ["returned shape (8, 5), expected (5, 8)"]),
+        (ch8_rope_in_place, ["changed the array x it was given", "leave x unchanged"]),
+        (lambda x, p: ch8_rope_half(x, p).T, ["returned shape (8, 5) = (D, T)"]),
+        (lambda x, p: ch8_rope_half(x, np.asarray(p) + 1), ["(positions[t] + 1)"]),
+        (lambda x, p: ch8_rope_by_rotate_half(x, p, exponent=4), ["exponent is 4i/D"]),
+        (lambda x, p: ch8_rope_by_rotate_half(x, p, exponent=-2), ["MULTIPLIED"]),
+        (ch8_rope_without_the_sine_term, ["only x · cos θ", "rotate_half(x) · sin θ"]),
+        (ch8_rope_with_x_for_rotate_half, ["multiplies x itself", "rotate_half(x)"]),
+        (ch8_rope_of_the_first_half_only, ["only the first half is turned"]),
+        (
+            lambda x, p: (
+                np.concatenate(  # rotate_half written as [x₂, -x₁]
+                    [x[:, : x.shape[1] // 2], x[:, x.shape[1] // 2 :]], axis=1
+                )
+                * np.cos(np.tile(ch8_rope_angles(p, x.shape[-1]), 2))
+                + np.concatenate([x[:, x.shape[1] // 2 :], -x[:, : x.shape[1] // 2]], axis=1)
+                * np.sin(np.tile(ch8_rope_angles(p, x.shape[-1]), 2))
+            ),
+            ["wrong way (by -θ)"],
+        ),
+        (
+            lambda x, p: ch8_rope_by_rotate_half(x, p, tile=lambda a: np.degrees(np.tile(a, 2))),
+            ["into degrees", "radians"],
+        ),
+        (
+            lambda x, p: np.roll(ch8_rope_half(x, p), x.shape[-1] // 2, axis=1),
+            ["two halves of the result are swapped"],
+        ),
+        (
+            lambda x, p: ch8_rope_by_rotate_half(x, p, tile=lambda a: np.tile(a[:, ::-1], 2)),
+            ["reverse order", "ω_0 = 1"],
+        ),
+        (
+            lambda x, p: ch8_rope_by_rotate_half(x, p, exponent=0),  # 2i // D: 0 for every i
+            ["integer division", "2i // D"],
+        ),
     ],
 )
 def test_ch8_rope_half_names_typical_mistakes(answer, fragments):

@@ -112,6 +112,15 @@ def test_ch8_rope_rotation_draws_the_library_numbers_and_says_them_in_its_alt_te
     a, b = pair_values[1]
     assert f"position 1, θ = 1.00 rad, ({a:.2f}, {b:.2f})" in alt
     assert diagram._repr_mimebundle_()["text/plain"] == alt
+    # The arrows are the interleaved pair (x0, x1): on the same vector the half-split layout
+    # turns (x0, x4), other numbers, so the figure says which layout it draws.
+    plane = fig.axes[1]
+    assert plane.get_xlabel() == "first of interleaved pair 0: x0"
+    assert plane.get_ylabel() == "second of interleaved pair 0: x1"
+    assert "Interleaved pair 0 of q, (x0, x1), drawn as an arrow" in alt
+    words = " ".join(t.get_text().replace("\n", " ") for t in texts)
+    assert "half-split RoPE is interleaved RoPE with the features permuted" in words
+    assert "same pairs" not in words + alt
 
 
 @pytest.mark.parametrize(
