@@ -401,10 +401,8 @@ def check_prefix_matching_score(prefix_matching_score: Callable[..., Any]) -> ki
         return (
             "Your prefix-matching score is right: on the repeated half, the weight of query i "
             "on key i − n + 1, the token that followed the earlier copy of its own token. An "
-            "induction head scores close to 1. A score close to 1 does not show how the head "
-            "finds that key: by the token before it, which a head of an earlier layer must "
-            "have moved there, or, when every half has the same length, by its position "
-            "alone (the shortcut of the chapter's Honest limits)."
+            "induction head scores close to 1, but the score does not say how a head finds "
+            "that key: by the token before it, or by its position alone (Honest limits)."
         )
 
     return kit.run_checks(checks)
@@ -886,9 +884,8 @@ def check_copying_score(copying_score: Callable[..., Any]) -> kit.Feedback:
             "Your copying score is right: Σ λ / Σ |λ| over the eigenvalues of the V × V "
             "circuit. It has rank at most D_h, and its non-zero eigenvalues are those of "
             "the D_h × D_h product (W_O W_U)(W_E W_V), far cheaper to compute for a "
-            "vocabulary of 50,000 tokens. It is a heuristic: a copy scores 1, but so does "
-            "every circuit whose non-zero eigenvalues are all real and positive, such as a "
-            "head that always raises one fixed token. Check the diagonal itself."
+            "vocabulary of 50,000 tokens. A heuristic: every circuit whose non-zero "
+            "eigenvalues are real and positive scores 1, not only a copy."
         )
 
     return kit.run_checks(checks)
