@@ -617,29 +617,6 @@ def ch12_batch_total(logits, temperature):
     return exponentials / exponentials.sum()
 
 
-@pytest.mark.parametrize(
-    ("answer", "fragments"),
-    [
-        (
-            ch12_batch_maximum,
-            [
-                "(logits of shape (3, 3), temperature=1) returned NaN in row 0, 2",
-                "one maximum was subtracted for the whole batch (2002)",
-                "each row's own maximum",
-            ],
-        ),
-        (ch12_row_mean_subtracted, ["shape (3, 3)", "e^1000 overflows", "largest logit"]),
-        (
-            lambda x, t: ch12_softmax(np.asarray(x)),
-            ["temperature=0.5)", "temperature was left out"],
-        ),
-        (ch12_batch_total, ["each row was divided by the total of the WHOLE batch"]),
-    ],
-)
-def test_ch12_next_token_probabilities_names_more_mistakes(answer, fragments):
-    assert_ch12_mistake(exercises.check_next_token_probabilities(answer), *fragments)
-
-
 def ch12_next_token_row_by_row(logits, temperature):
     rows = np.atleast_2d(np.asarray(logits, dtype=np.float64)) / temperature
     result = np.empty_like(rows)
@@ -652,20 +629,6 @@ def ch12_next_token_row_by_row(logits, temperature):
 def ch12_next_token_log_sum_exp(logits, temperature):
     scaled = np.asarray(logits) / temperature
     return np.exp(scaled - np.logaddexp.reduce(scaled, axis=-1, keepdims=True))
-
-
-@pytest.mark.parametrize(
-    "answer",
-    [
-        ch12_next_token_row_by_row,
-        ch12_next_token_log_sum_exp,
-        # The row's maximum subtracted before the division by T: a shift all the same.
-        lambda x, t: ch12_softmax((np.asarray(x) - np.max(x, axis=-1, keepdims=True)) / t),
-    ],
-)
-def test_ch12_next_token_probabilities_accepts_more_correct_answers(answer):
-    feedback = exercises.check_next_token_probabilities(answer)
-    assert feedback.passed, feedback.message
 
 
 def ch12_top_p_sorted(renorm):
@@ -685,26 +648,6 @@ def ch12_top_p_gathered(probabilities, p):
     return (kept / kept.sum())[order]
 
 
-@pytest.mark.parametrize(
-    ("answer", "fragments"),
-    [
-        (
-            ch12_top_p_with(lambda running, ranked, p: running - ranked <= p),
-            ["[0.125, 0.5, 0.125, 0.25], p=0.75): it keeps one token too many", "(<, not <=)"],
-        ),
-        (ch12_top_p_sorted(renorm=True), ["p=0.6): the right probabilities are kept", "SORTED"]),
-        (ch12_top_p_sorted(renorm=False), ["SORTED order", "not renormalised"]),
-        (ch12_top_p_gathered, ["result = kept[order], which shuffles them again"]),
-        (
-            ch12_top_p_with(lambda running, ranked, p: running - ranked < p, renorm=False),
-            ["the right tokens are kept", "divide the kept probabilities by their total"],
-        ),
-    ],
-)
-def test_ch12_top_p_filter_names_more_mistakes(answer, fragments):
-    assert_ch12_mistake(exercises.check_top_p_filter(answer), *fragments)
-
-
 def ch12_top_p_searchsorted(probabilities, p):
     order = np.argsort(-probabilities, kind="stable")
     n_kept = np.searchsorted(np.cumsum(probabilities[order]), p) + 1  # the first total ≥ p
@@ -720,12 +663,6 @@ def ch12_top_p_ascending(probabilities, p):
     kept = probabilities.copy()
     kept[order[drop]] = 0.0
     return kept / kept.sum()
-
-
-@pytest.mark.parametrize("answer", [ch12_top_p_searchsorted, ch12_top_p_ascending])
-def test_ch12_top_p_filter_accepts_more_correct_answers(answer):
-    feedback = exercises.check_top_p_filter(answer)
-    assert feedback.passed, feedback.message
 
 
 def ch12_merge_from_the_right(ids, pair, new_id):
@@ -747,26 +684,6 @@ def ch12_merge_first_only(ids, pair, new_id):
     return list(ids)
 
 
-@pytest.mark.parametrize(
-    ("answer", "fragments"),
-    [
-        (
-            ch12_apply_with(merge=ch12_merge_from_the_right),
-            ["vocab_size=3): it scans each merge from the RIGHT", "(xx) x"],
-        ),
-        (ch12_apply_with(first_id=4), ["the new ids are off by one: merge 0 made 4", "makes 3"]),
-        (ch12_apply_with(first_id=2), ["the new ids are off by one: merge 0 made 2", "makes 3"]),
-        (ch12_apply_with(merge=ch12_merge_first_only), ["only the FIRST occurrence"]),
-        (
-            lambda ids, merges, v: ch12_apply_merges(ids, merges, v)[::-1],
-            ["stand for the right ids, but in another order"],
-        ),
-    ],
-)
-def test_ch12_apply_merges_names_more_mistakes(answer, fragments):
-    assert_ch12_mistake(exercises.check_apply_merges(answer), *fragments)
-
-
 def ch12_apply_merges_by_rank_table(ids, merges, vocab_size):
     """Each merge everywhere, through a dict from pair to new id, scanning from the left."""
     new_ids = {tuple(pair): vocab_size + index for index, pair in enumerate(merges)}
@@ -786,41 +703,6 @@ def ch12_apply_merges_recursive(ids, merges, vocab_size):
     )
 
 
-@pytest.mark.parametrize("answer", [ch12_apply_merges_by_rank_table, ch12_apply_merges_recursive])
-def test_ch12_apply_merges_accepts_more_correct_answers(answer):
-    feedback = exercises.check_apply_merges(answer)
-    assert feedback.passed, feedback.message
-
-
-@pytest.mark.parametrize(
-    ("answer", "fragments"),
-    [
-        (
-            lambda ids, n, v: ch12_train_bpe(ids, n, v, stop_below=1),
-            ["([0, 1, 2, 0, 1, 2], n_merges=4, vocab_size=3): it goes on merging pairs that"],
-        ),
-        (
-            lambda ids, n, v: ch12_train_bpe(ids, n, v, stop_below=3),
-            ["it stopped while a pair still occurred twice"],
-        ),
-        (
-            lambda ids, n, v: ch12_train_bpe(ids, n, v, first_id=v + 1),
-            ["the new ids are off by one: round 0 made 4", "round 0 makes 3"],
-        ),
-        (
-            lambda ids, n, v: ch12_train_bpe(ids, n, v, first_id=v - 1),
-            ["the new ids are off by one: round 0 made 2"],
-        ),
-        (
-            lambda ids, n, v: ch12_train_bpe(ids, n, v, merge=ch12_merge_from_the_right),
-            ["in the replacement, it scans from the RIGHT", "(xx) x"],
-        ),
-    ],
-)
-def test_ch12_train_bpe_names_more_mistakes(answer, fragments):
-    assert_ch12_mistake(exercises.check_train_bpe(answer), *fragments)
-
-
 def ch12_train_bpe_most_common(ids, n_merges, vocab_size):
     from collections import Counter
 
@@ -834,9 +716,132 @@ def ch12_train_bpe_most_common(ids, n_merges, vocab_size):
     return merges
 
 
-@pytest.mark.parametrize("answer", [ch12_train_bpe_most_common])
-def test_ch12_train_bpe_accepts_more_correct_answers(answer):
-    feedback = exercises.check_train_bpe(answer)
+@pytest.mark.parametrize(
+    ("name", "answer", "fragments"),
+    [
+        (
+            "check_next_token_probabilities",
+            ch12_batch_maximum,
+            [
+                "(logits of shape (3, 3), temperature=1) returned NaN in row 0, 2",
+                "one maximum was subtracted for the whole batch (2002)",
+                "each row's own maximum",
+            ],
+        ),
+        (
+            "check_next_token_probabilities",
+            ch12_row_mean_subtracted,
+            ["shape (3, 3)", "e^1000 overflows", "largest logit"],
+        ),
+        (
+            "check_next_token_probabilities",
+            lambda x, t: ch12_softmax(np.asarray(x)),
+            ["temperature=0.5)", "temperature was left out"],
+        ),
+        (
+            "check_next_token_probabilities",
+            ch12_batch_total,
+            ["each row was divided by the total of the WHOLE batch"],
+        ),
+        (
+            "check_top_p_filter",
+            ch12_top_p_with(lambda running, ranked, p: running - ranked <= p),
+            ["[0.125, 0.5, 0.125, 0.25], p=0.75): it keeps one token too many", "(<, not <=)"],
+        ),
+        (
+            "check_top_p_filter",
+            ch12_top_p_sorted(renorm=True),
+            ["p=0.6): the right probabilities are kept", "SORTED"],
+        ),
+        (
+            "check_top_p_filter",
+            ch12_top_p_sorted(renorm=False),
+            ["SORTED order", "not renormalised"],
+        ),
+        (
+            "check_top_p_filter",
+            ch12_top_p_gathered,
+            ["result = kept[order], which shuffles them again"],
+        ),
+        (
+            "check_top_p_filter",
+            ch12_top_p_with(lambda running, ranked, p: running - ranked < p, renorm=False),
+            ["the right tokens are kept", "divide the kept probabilities by their total"],
+        ),
+        (
+            "check_apply_merges",
+            ch12_apply_with(merge=ch12_merge_from_the_right),
+            ["vocab_size=3): it scans each merge from the RIGHT", "(xx) x"],
+        ),
+        (
+            "check_apply_merges",
+            ch12_apply_with(first_id=4),
+            ["the new ids are off by one: merge 0 made 4", "makes 3"],
+        ),
+        (
+            "check_apply_merges",
+            ch12_apply_with(first_id=2),
+            ["the new ids are off by one: merge 0 made 2", "makes 3"],
+        ),
+        (
+            "check_apply_merges",
+            ch12_apply_with(merge=ch12_merge_first_only),
+            ["only the FIRST occurrence"],
+        ),
+        (
+            "check_apply_merges",
+            lambda ids, merges, v: ch12_apply_merges(ids, merges, v)[::-1],
+            ["stand for the right ids, but in another order"],
+        ),
+        (
+            "check_train_bpe",
+            lambda ids, n, v: ch12_train_bpe(ids, n, v, stop_below=1),
+            ["([0, 1, 2, 0, 1, 2], n_merges=4, vocab_size=3): it goes on merging pairs that"],
+        ),
+        (
+            "check_train_bpe",
+            lambda ids, n, v: ch12_train_bpe(ids, n, v, stop_below=3),
+            ["it stopped while a pair still occurred twice"],
+        ),
+        (
+            "check_train_bpe",
+            lambda ids, n, v: ch12_train_bpe(ids, n, v, first_id=v + 1),
+            ["the new ids are off by one: round 0 made 4", "round 0 makes 3"],
+        ),
+        (
+            "check_train_bpe",
+            lambda ids, n, v: ch12_train_bpe(ids, n, v, first_id=v - 1),
+            ["the new ids are off by one: round 0 made 2"],
+        ),
+        (
+            "check_train_bpe",
+            lambda ids, n, v: ch12_train_bpe(ids, n, v, merge=ch12_merge_from_the_right),
+            ["in the replacement, it scans from the RIGHT", "(xx) x"],
+        ),
+    ],
+)
+def test_ch12_checkers_name_more_mistakes(name, answer, fragments):
+    assert_ch12_mistake(getattr(exercises, name)(answer), *fragments)
+
+
+@pytest.mark.parametrize(
+    ("name", "answer"),
+    [
+        ("check_next_token_probabilities", ch12_next_token_row_by_row),
+        ("check_next_token_probabilities", ch12_next_token_log_sum_exp),
+        (  # the row's maximum subtracted before the division by T: a shift all the same
+            "check_next_token_probabilities",
+            lambda x, t: ch12_softmax((np.asarray(x) - np.max(x, axis=-1, keepdims=True)) / t),
+        ),
+        ("check_top_p_filter", ch12_top_p_searchsorted),
+        ("check_top_p_filter", ch12_top_p_ascending),
+        ("check_apply_merges", ch12_apply_merges_by_rank_table),
+        ("check_apply_merges", ch12_apply_merges_recursive),
+        ("check_train_bpe", ch12_train_bpe_most_common),
+    ],
+)
+def test_ch12_checkers_accept_more_correct_answers(name, answer):
+    feedback = getattr(exercises, name)(answer)
     assert feedback.passed, feedback.message
 
 

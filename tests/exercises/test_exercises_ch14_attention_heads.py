@@ -729,40 +729,6 @@ def ch14_previous_largest(weights):
     return (largest == np.arange(n_tokens - 1)).mean(axis=(0, 2))
 
 
-@pytest.mark.parametrize(
-    ("answer", "fragments"),
-    [
-        (ch14_previous_over_t, ["the mean is over all T = 5 queries", "divided by T"]),
-        (
-            lambda w: np.diagonal(w, offset=-1).mean(axis=(0, 2)),
-            ["returned shape (5,), one number per position", "axis1=-2, axis2=-1"],
-        ),
-        (ch14_previous_masked_mean, ["over all T × T = 25 entries"]),
-        (ch14_previous_largest, ["how often key i − 1 gets the LARGEST weight"]),
-        (
-            lambda w: w.diagonal(offset=-1, axis1=-1, axis2=-2).mean(axis=(0, 2)),
-            ["it is 0 for every head", "the NEXT token"],
-        ),
-    ],
-)
-def test_ch14_previous_token_score_names_more_mistakes(answer, fragments):
-    assert_ch14_mistake(exercises.check_previous_token_score(answer), *fragments)
-
-
-@pytest.mark.parametrize(
-    "answer",
-    [
-        lambda w: ch14_diagonal(w[:, :, 1:, :-1], 0).mean(axis=(0, 2)),  # the block's diagonal
-        lambda w: (
-            np.einsum("bhij,ij->h", w, np.eye(w.shape[-1], k=-1)) / (w.shape[0] * (w.shape[-1] - 1))
-        ),
-    ],
-)
-def test_ch14_previous_token_score_accepts_more_correct_answers(answer):
-    feedback = exercises.check_previous_token_score(answer)
-    assert feedback.passed, feedback.message
-
-
 def ch14_prefix_over_2n(weights, half_length):
     return ch14_prefix_matching_score(weights, half_length) / 2
 
@@ -781,37 +747,12 @@ def ch14_prefix_largest(weights, half_length):
     return (largest == queries - half_length + 1).mean(axis=(0, 2))
 
 
-@pytest.mark.parametrize(
-    ("answer", "fragments"),
-    [
-        (ch14_prefix_over_2n, ["the mean is over all 2n = 8 queries"]),
-        (ch14_prefix_largest, ["how often key i − n + 1 gets the LARGEST weight"]),
-        (
-            ch14_prefix_default_axes,
-            ["returned shape (8,), one number per position (T = 8)", "axis1=-2"],
-        ),
-        (
-            ch14_prefix_matching_with(offset=lambda n: n - 1, queries=slice(None)),
-            ["it is 0 for every head", "keys AFTER their queries"],
-        ),
-    ],
-)
-def test_ch14_prefix_matching_score_names_more_mistakes(answer, fragments):
-    assert_ch14_mistake(exercises.check_prefix_matching_score(answer), *fragments)
-
-
 def ch14_prefix_masked(weights, half_length):
     n_tokens = 2 * half_length
     mask = np.zeros((n_tokens, n_tokens))
     queries = np.arange(half_length, n_tokens)
     mask[queries, queries - half_length + 1] = 1.0
     return (weights * mask).sum(axis=(2, 3)).mean(axis=0) / half_length
-
-
-@pytest.mark.parametrize("answer", [ch14_prefix_masked])
-def test_ch14_prefix_matching_score_accepts_more_correct_answers(answer):
-    feedback = exercises.check_prefix_matching_score(answer)
-    assert feedback.passed, feedback.message
 
 
 def ch14_half_losses_reduced(reduce):
@@ -838,45 +779,6 @@ def ch14_half_losses_of_mean_probability(logits, tokens):
     return -np.log2(probabilities[:, : n - 1].mean()), -np.log2(probabilities[:, n:].mean())
 
 
-@pytest.mark.parametrize(
-    ("answer", "fragments"),
-    [
-        (
-            ch14_half_losses_reduced(lambda losses: losses.sum(axis=1).mean()),
-            ["tokens of shape (3, 10)): each half is a SUM over its n − 1 = 4 predictions"],
-        ),
-        (
-            ch14_half_losses_reduced(lambda losses: losses.sum()),
-            ["each half is a SUM over its n − 1 = 4 predictions and the 3 sequences"],
-        ),
-        (ch14_half_losses_entropy, ["this is the ENTROPY of each prediction"]),
-        (
-            ch14_half_losses_of_mean_probability,
-            ["the first half is minus the log of the MEAN probability"],
-        ),
-        (
-            ch14_half_losses_with(repeated=lambda n: slice(n, -1)),
-            ["the repeated half leaves out the prediction of the last token, 2n − 1 = 9"],
-        ),
-        (
-            ch14_half_losses_with(first=lambda n: slice(0, n - 2)),
-            ["the first half leaves out the prediction of token n − 1 = 4"],
-        ),
-        (
-            lambda logits, tokens: (
-                ch14_half_losses(logits, tokens)[0],
-                ch14_half_losses_reduced(lambda losses: losses.sum(axis=1).mean())(logits, tokens)[
-                    1
-                ],
-            ),
-            ["the repeated half is a SUM over its predictions per sequence"],
-        ),
-    ],
-)
-def test_ch14_half_losses_names_more_mistakes(answer, fragments):
-    assert_ch14_mistake(exercises.check_half_losses(answer), *fragments)
-
-
 def ch14_half_losses_with_masks(logits, tokens):
     n = tokens.shape[1] // 2
     losses = ch14_token_losses(logits, tokens[:, 1:])  # (B, 2n − 1)
@@ -885,60 +787,151 @@ def ch14_half_losses_with_masks(logits, tokens):
     return losses[:, first].mean(), losses[:, repeated].mean()
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
-        ch14_half_losses_with_masks,
-        ch14_half_losses_with(
-            base=2.0, log_softmax=lambda x: x - np.logaddexp.reduce(x, -1)[..., None]
-        ),
-    ],
-)
-def test_ch14_half_losses_accepts_more_correct_answers(answer):
-    feedback = exercises.check_half_losses(answer)
-    assert feedback.passed, feedback.message
-
-
 def ch14_real_eigenvalues_only(circuit, eigenvalues):
     real = eigenvalues[np.abs(eigenvalues.imag) < 1e-9].real
     return real.sum() / np.abs(real).sum()
 
 
 @pytest.mark.parametrize(
-    ("answer", "fragments"),
+    ("name", "answer", "fragments"),
     [
         (
+            "check_previous_token_score",
+            ch14_previous_over_t,
+            ["the mean is over all T = 5 queries", "divided by T"],
+        ),
+        (
+            "check_previous_token_score",
+            lambda w: np.diagonal(w, offset=-1).mean(axis=(0, 2)),
+            ["returned shape (5,), one number per position", "axis1=-2, axis2=-1"],
+        ),
+        ("check_previous_token_score", ch14_previous_masked_mean, ["over all T × T = 25 entries"]),
+        (
+            "check_previous_token_score",
+            ch14_previous_largest,
+            ["how often key i − 1 gets the LARGEST weight"],
+        ),
+        (
+            "check_previous_token_score",
+            lambda w: w.diagonal(offset=-1, axis1=-1, axis2=-2).mean(axis=(0, 2)),
+            ["it is 0 for every head", "the NEXT token"],
+        ),
+        (
+            "check_prefix_matching_score",
+            ch14_prefix_over_2n,
+            ["the mean is over all 2n = 8 queries"],
+        ),
+        (
+            "check_prefix_matching_score",
+            ch14_prefix_largest,
+            ["how often key i − n + 1 gets the LARGEST weight"],
+        ),
+        (
+            "check_prefix_matching_score",
+            ch14_prefix_default_axes,
+            ["returned shape (8,), one number per position (T = 8)", "axis1=-2"],
+        ),
+        (
+            "check_prefix_matching_score",
+            ch14_prefix_matching_with(offset=lambda n: n - 1, queries=slice(None)),
+            ["it is 0 for every head", "keys AFTER their queries"],
+        ),
+        (
+            "check_half_losses",
+            ch14_half_losses_reduced(lambda losses: losses.sum(axis=1).mean()),
+            ["tokens of shape (3, 10)): each half is a SUM over its n − 1 = 4 predictions"],
+        ),
+        (
+            "check_half_losses",
+            ch14_half_losses_reduced(lambda losses: losses.sum()),
+            ["each half is a SUM over its n − 1 = 4 predictions and the 3 sequences"],
+        ),
+        ("check_half_losses", ch14_half_losses_entropy, ["this is the ENTROPY of each prediction"]),
+        (
+            "check_half_losses",
+            ch14_half_losses_of_mean_probability,
+            ["the first half is minus the log of the MEAN probability"],
+        ),
+        (
+            "check_half_losses",
+            ch14_half_losses_with(repeated=lambda n: slice(n, -1)),
+            ["the repeated half leaves out the prediction of the last token, 2n − 1 = 9"],
+        ),
+        (
+            "check_half_losses",
+            ch14_half_losses_with(first=lambda n: slice(0, n - 2)),
+            ["the first half leaves out the prediction of token n − 1 = 4"],
+        ),
+        (
+            "check_half_losses",
+            lambda logits, tokens: (
+                ch14_half_losses(logits, tokens)[0],
+                ch14_half_losses_reduced(lambda losses: losses.sum(axis=1).mean())(logits, tokens)[
+                    1
+                ],
+            ),
+            ["the repeated half is a SUM over its predictions per sequence"],
+        ),
+        (
+            "check_copying_score",
             ch14_copying_with(ch14_real_eigenvalues_only),
             ["w_u of shape (6, 9)): only the REAL eigenvalues were counted"],
         ),
         (
+            "check_copying_score",
             ch14_copying_with(lambda c, ev: np.trace(c) / np.abs(c).sum()),
             ["the trace divided by the sum of |entries| of the whole circuit"],
         ),
         (
+            "check_copying_score",
             ch14_copying_with(lambda c, ev: np.abs(ev.sum()) / np.abs(ev).sum()),
             ["the numerator is |Σ λ|, which is never negative"],
         ),
         (
+            "check_copying_score",
             ch14_copying_with(lambda c, ev: ev.sum().real / np.abs(ev).max()),
             ["the denominator is the largest |λ| only"],
         ),
     ],
 )
-def test_ch14_copying_score_names_more_mistakes(answer, fragments):
-    assert_ch14_mistake(exercises.check_copying_score(answer), *fragments)
+def test_ch14_checkers_name_more_mistakes(name, answer, fragments):
+    assert_ch14_mistake(getattr(exercises, name)(answer), *fragments)
 
 
 @pytest.mark.parametrize(
-    "answer",
+    ("name", "answer"),
     [
-        # The same ratio as the means of λ and |λ|, and the transposed circuit.
-        ch14_copying_with(lambda c, ev: ev.real.mean() / np.abs(ev).mean()),
-        lambda w_e, w_v, w_o, w_u: ch14_copying_score(w_u.T, w_o.T, w_v.T, w_e.T),
+        (  # the main diagonal of the block of queries 1 … and keys … T − 2
+            "check_previous_token_score",
+            lambda w: ch14_diagonal(w[:, :, 1:, :-1], 0).mean(axis=(0, 2)),
+        ),
+        (
+            "check_previous_token_score",
+            lambda w: (
+                np.einsum("bhij,ij->h", w, np.eye(w.shape[-1], k=-1))
+                / (w.shape[0] * (w.shape[-1] - 1))
+            ),
+        ),
+        ("check_prefix_matching_score", ch14_prefix_masked),
+        ("check_half_losses", ch14_half_losses_with_masks),
+        (
+            "check_half_losses",
+            ch14_half_losses_with(
+                base=2.0, log_softmax=lambda x: x - np.logaddexp.reduce(x, -1)[..., None]
+            ),
+        ),
+        (  # the same ratio, as a ratio of means
+            "check_copying_score",
+            ch14_copying_with(lambda c, ev: ev.real.mean() / np.abs(ev).mean()),
+        ),
+        (  # the transposed circuit has the same eigenvalues
+            "check_copying_score",
+            lambda w_e, w_v, w_o, w_u: ch14_copying_score(w_u.T, w_o.T, w_v.T, w_e.T),
+        ),
     ],
 )
-def test_ch14_copying_score_accepts_more_correct_answers(answer):
-    feedback = exercises.check_copying_score(answer)
+def test_ch14_checkers_accept_more_correct_answers(name, answer):
+    feedback = getattr(exercises, name)(answer)
     assert feedback.passed, feedback.message
 
 
