@@ -57,17 +57,23 @@ def repeated_tokens(
     *,
     generator: torch.Generator,
     first_token: int | None = 0,
+    distinct: bool = True,
 ) -> Tensor:
     """Sequences of random tokens whose second half is a copy of the first.
 
-    Each half is ``half_length`` tokens drawn uniformly and independently (with
-    ``generator``). With ``first_token`` set (the default, id 0), every sequence starts with
-    that token and the random ones are drawn from the other ``V - 1`` ids; the copy starts
-    with it too. A fixed first token gives the heads a place to put their attention when
-    nothing earlier matches (as a ``<bos>`` token does in a language model, or the attention
-    sinks of chapter 13); in chapter 14's runs the phase change came sooner with it and the
-    final loss on the repeated half was several times lower. ``first_token=None`` draws every
-    token at random from all ``V`` ids.
+    Each half is ``half_length`` tokens drawn at random (with ``generator``). With
+    ``first_token`` set (the default, id 0), every sequence starts with that token and the
+    random ones are drawn from the other ``V - 1`` ids; the copy starts with it too. With
+    ``distinct`` (the default) the tokens of a half are all different, drawn without
+    replacement, so that each token of the copy has exactly one earlier occurrence and the
+    rule "copy the token that followed it" is never ambiguous; ``distinct=False`` draws them
+    independently (with replacement), so that a half may hold a token twice.
+
+    A fixed first token gives the heads a place to put their attention when nothing earlier
+    matches (as a ``<bos>`` token does in a language model, or the attention sinks of
+    chapter 13); in chapter 14's runs (with draws with replacement) the phase change came
+    sooner with it and the final loss on the repeated half was several times lower.
+    ``first_token=None`` draws every token at random from all ``V`` ids.
 
     Shapes
     ------
@@ -81,18 +87,32 @@ def repeated_tokens(
     ((2, 8), True)
     >>> tokens[:, 0].tolist()  # the fixed first token
     [0, 0]
+    >>> [len(set(half)) for half in tokens[:, :4].tolist()]  # distinct tokens in each half
+    [4, 4]
     """
     n_sequences = check_positive_int("n_sequences", n_sequences)
     half_length = check_positive_int("half_length", half_length)
     vocab_size = check_positive_int("vocab_size", vocab_size)
     _check_generator(generator)
     _check_first_token(first_token, vocab_size)
-    if first_token is None:
-        first_half = torch.randint(vocab_size, (n_sequences, half_length), generator=generator)
-    else:
-        others = torch.randint(vocab_size - 1, (n_sequences, half_length), generator=generator)
-        first_half = others + (others >= first_token).long()  # (B, T / 2), never first_token
-        first_half[:, 0] = int(first_token)
+    distinct = _check_distinct(distinct, half_length, vocab_size, first_token)
+    if not distinct:  # independent draws: a half may hold a token twice
+        if first_token is None:
+            first_half = torch.randint(vocab_size, (n_sequences, half_length), generator=generator)
+        else:
+            others = torch.randint(vocab_size - 1, (n_sequences, half_length), generator=generator)
+            first_half = others + (others >= first_token).long()  # (B, T / 2), never first_token
+            first_half[:, 0] = int(first_token)
+        return torch.cat([first_half, first_half], dim=1)  # (B, T)
+    pool = vocab_size if first_token is None else vocab_size - 1  # the ids drawn from
+    n_drawn = half_length if first_token is None else half_length - 1
+    # The first n_drawn ids of a random permutation of the pool, for every sequence.
+    keys = torch.rand(n_sequences, pool, generator=generator, dtype=torch.float64)
+    first_half = keys.argsort(dim=1)[:, :n_drawn]  # (B, n_drawn), all different
+    if first_token is not None:
+        first_half = first_half + (first_half >= first_token).long()  # never first_token
+        first = torch.full((n_sequences, 1), int(first_token))  # (B, 1)
+        first_half = torch.cat([first, first_half], dim=1)  # (B, T / 2)
     return torch.cat([first_half, first_half], dim=1)  # (B, T)
 
 
@@ -269,12 +289,13 @@ def train_induction_model(
     learning_rate: float | Callable[[int], float] = 1e-3,
     weight_decay: float = 0.01,
     first_token: int | None = 0,
+    distinct: bool = True,
     progress: bool = False,
 ) -> InductionHistory:
     """Train ``model`` to predict the next token of repeated random sequences, with AdamW.
 
     Every step draws a fresh batch of :func:`repeated_tokens` (``batch_size`` sequences, with
-    ``generator`` and ``first_token``), so the model (practically) never sees the same
+    ``generator``, ``first_token`` and ``distinct``), so the model (practically) never sees the same
     sequence twice: it can only lower its loss on the repeated half by reading the first
     half of the same sequence. ``half_length`` is the length ``n`` of each half, or a range
     ``(shortest, longest)``: every step then draws its ``n`` uniformly from that range (the
@@ -329,6 +350,7 @@ def train_induction_model(
         raise ValueError(f"weight_decay must be a finite number ≥ 0, got {weight_decay}")
     vocab_size = model.config.vocab_size
     _check_first_token(first_token, vocab_size)
+    _check_distinct(distinct, longest, vocab_size, first_token)
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=float(schedule(1)), weight_decay=weight_decay, betas=(0.9, 0.99)
     )
@@ -345,7 +367,12 @@ def train_induction_model(
         else:
             n = int(torch.randint(shortest, longest + 1, (1,), generator=generator))
         tokens = repeated_tokens(
-            batch_size, n, vocab_size, generator=generator, first_token=first_token
+            batch_size,
+            n,
+            vocab_size,
+            generator=generator,
+            first_token=first_token,
+            distinct=distinct,
         )  # (B, 2n)
         logits = model(tokens[:, :-1])  # (B, 2n - 1, V)
         losses = _token_losses(logits, tokens)  # (B, 2n - 1)
@@ -514,7 +541,12 @@ def copying_scores(model: AttentionOnlyTransformer) -> Tensor:
     A head that raises the logit of the token it attends to has a circuit with large
     positive eigenvalues, and scores close to 1 (an identity circuit scores exactly 1); a
     head that lowers it scores close to -1 (a negated identity scores -1); a head whose
-    output has nothing to do with the token it reads scores near 0. The eigenvalues of a
+    output has nothing to do with the token it reads scores near 0. It is a heuristic, and
+    the converse does not hold: every circuit whose non-zero eigenvalues are real and
+    positive scores exactly 1, a head that always raises the same token ``k`` (the circuit
+    ``1 e_kᵀ``) or ``I`` plus any strictly triangular matrix included. To see whether a head
+    copies, look at the diagonal itself, e.g. how often a row's largest entry is its own
+    token. The eigenvalues of a
     real matrix come in conjugate pairs, so ``Σ λ`` (the trace) is real; ``|λ|`` is the
     modulus. An all-zero circuit scores 0. The ``V × V`` circuit has rank at most ``D_h``:
     its non-zero eigenvalues are those of the ``D_h × D_h`` product of its two factors in
@@ -603,6 +635,24 @@ def _check_first_token(first_token: object, vocab_size: int) -> None:
         )
     if vocab_size < 2:
         raise ValueError("vocab_size must be at least 2 with a first_token (one id is taken)")
+
+
+def _check_distinct(
+    distinct: object, half_length: int, vocab_size: int, first_token: int | None
+) -> bool:
+    """``distinct`` as a bool, after checking that the pool holds enough ids for a half."""
+    if not isinstance(distinct, bool):
+        raise TypeError(f"distinct must be True or False, got {distinct!r}")
+    drawn = half_length if first_token is None else half_length - 1
+    pool = vocab_size if first_token is None else vocab_size - 1
+    if distinct and drawn > pool:
+        raise ValueError(
+            f"half_length = {half_length} needs {drawn} different random ids, but "
+            f"vocab_size = {vocab_size} leaves {pool}"
+            + ("" if first_token is None else f" besides first_token = {first_token}")
+            + ": use a shorter half, a larger vocabulary or distinct=False"
+        )
+    return distinct
 
 
 def _check_half_lengths(half_length: object, config: AttentionOnlyConfig) -> tuple[int, int]:

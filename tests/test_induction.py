@@ -55,20 +55,26 @@ def tokens_of(seed: int, n_sequences: int = 3, half_length: int = 5, vocab_size:
     half_length=st.integers(1, 6),
     vocab_size=st.integers(2, 9),
     first_token=st.one_of(st.none(), st.integers(0, 8)),
+    distinct=st.booleans(),
     seed=seeds,
 )
 @PROPERTY_SETTINGS
 def test_repeated_tokens_repeat_their_first_half(
-    n_sequences, half_length, vocab_size, first_token, seed
+    n_sequences, half_length, vocab_size, first_token, distinct, seed
 ):
     first_token = None if first_token is None else first_token % vocab_size
-    tokens = repeated_tokens(
-        n_sequences,
-        half_length,
-        vocab_size,
-        generator=torch.Generator().manual_seed(seed),
-        first_token=first_token,
-    )
+    arguments = {
+        "generator": torch.Generator().manual_seed(seed),
+        "first_token": first_token,
+        "distinct": distinct,
+    }
+    pool = vocab_size if first_token is None else vocab_size - 1  # the ids drawn from
+    drawn = half_length if first_token is None else half_length - 1
+    if distinct and drawn > pool:
+        with pytest.raises(ValueError, match="half_length"):
+            repeated_tokens(n_sequences, half_length, vocab_size, **arguments)
+        return
+    tokens = repeated_tokens(n_sequences, half_length, vocab_size, **arguments)
     assert tokens.shape == (n_sequences, 2 * half_length)
     assert tokens.dtype == torch.int64
     assert torch.equal(tokens[:, :half_length], tokens[:, half_length:])
@@ -76,17 +82,45 @@ def test_repeated_tokens_repeat_their_first_half(
     if first_token is not None:
         assert (tokens[:, 0] == first_token).all()
         assert (tokens[:, 1:half_length] != first_token).all()  # the others never are
+    if distinct:
+        assert all(len(set(half)) == half_length for half in tokens[:, :half_length].tolist())
 
 
-def test_repeated_tokens_draw_every_other_id_uniformly():
+@pytest.mark.parametrize("distinct", [True, False])
+def test_repeated_tokens_draw_every_other_id_uniformly(distinct):
+    """At every position of the first half (but the first), with or without repeats."""
     generator = torch.Generator().manual_seed(0)
-    tokens = repeated_tokens(20_000, 11, 6, generator=generator, first_token=2)
-    counts = torch.bincount(tokens[:, 1:11].flatten(), minlength=6)  # (V,)
-    assert counts[2] == 0
-    others = counts[[0, 1, 3, 4, 5]].double()
-    assert (others / others.sum() - 0.2).abs().max() < 0.01  # 200 000 draws: σ ≈ 0.001
-    free = repeated_tokens(2000, 5, 6, generator=generator, first_token=None)
+    tokens = repeated_tokens(20_000, 5, 6, generator=generator, first_token=2, distinct=distinct)
+    for position in range(1, 5):
+        counts = torch.bincount(tokens[:, position], minlength=6)  # (V,)
+        assert counts[2] == 0
+        others = counts[[0, 1, 3, 4, 5]].double()
+        assert (others / others.sum() - 0.2).abs().max() < 0.015  # 20 000 draws: σ ≈ 0.003
+    free = repeated_tokens(2000, 5, 6, generator=generator, first_token=None, distinct=distinct)
     assert set(free[:, 0].tolist()) == set(range(6))  # the first token is random too
+
+
+def test_the_one_token_rule_predicts_every_token_of_chapter_14s_repeated_halves():
+    """Chapter 14's task: with no token twice in a half, each token of the repeated half
+    has exactly one earlier occurrence, n positions back, and the token that followed it
+    is the next one: "copy what followed the earlier occurrence" is never ambiguous."""
+    n = 16
+    tokens = repeated_tokens(500, n, 64, generator=torch.Generator().manual_seed(10_000))
+    for row in tokens.tolist():
+        for i in range(n, 2 * n - 1):  # the queries that predict tokens n + 1 … 2n − 1
+            earlier = [j for j in range(i) if row[j] == row[i]]
+            assert earlier == [i - n] and row[earlier[0] + 1] == row[i + 1]
+
+
+def test_drawn_with_replacement_most_halves_repeat_a_token():
+    """Why chapter 14 draws without replacement: with halves of 16 among 63 ids, 84 % of
+    the sequences would hold a token twice in a half, 1 − 63! / (48! · 63^15)."""
+    tokens = repeated_tokens(
+        4000, 16, 64, generator=torch.Generator().manual_seed(0), distinct=False
+    )
+    share = sum(len(set(half)) < 16 for half in tokens[:, :16].tolist()) / 4000
+    expected = 1 - math.prod((63 - k) / 63 for k in range(15))
+    assert expected == pytest.approx(0.84, abs=0.005) and share == pytest.approx(expected, abs=0.02)
 
 
 def test_repeated_tokens_are_reproducible_and_leave_the_global_generator_alone():
@@ -106,6 +140,9 @@ def test_repeated_tokens_are_reproducible_and_leave_the_global_generator_alone()
         ({"first_token": 5}, ValueError, "first_token"),
         ({"first_token": True}, TypeError, "first_token"),
         ({"vocab_size": 1}, ValueError, "vocab_size"),
+        ({"half_length": 6}, ValueError, "half_length = 6 needs 5 different random ids"),
+        ({"half_length": 6, "first_token": None}, ValueError, "vocab_size = 5 leaves 5"),
+        ({"distinct": 1}, TypeError, "distinct"),
     ],
 )
 def test_repeated_tokens_reject_bad_arguments(kwargs, error, named):
@@ -438,6 +475,33 @@ def test_the_copying_score_of_two_factors_is_that_of_their_full_circuit(vocab_si
     assert isinstance(score, float) and score == pytest.approx(expected, abs=1e-10)
     assert induction._copying_score(left, -right) == pytest.approx(-expected, abs=1e-10)
     assert induction._copying_score(left, 0 * right) == 0.0
+
+
+def test_the_copying_score_is_1_for_circuits_that_do_not_copy():
+    """The score is a heuristic: 1 for every circuit whose non-zero eigenvalues are real and
+    positive. A head that always raises the same token, and the identity plus 10 times a
+    strictly upper-triangular matrix, score 1 although most rows' largest entry is not
+    their own token; a copy (the identity) scores 1 with every row's largest on the
+    diagonal."""
+    vocab_size = 8
+    ones, fixed = torch.ones(vocab_size, 1, dtype=torch.float64), torch.zeros(1, vocab_size)
+    fixed[0, 3] = 1.0  # the circuit 1 e_3ᵀ: every token raises token 3's logit
+    generator = torch.Generator().manual_seed(0)
+    upper = torch.randn(vocab_size, vocab_size, generator=generator, dtype=torch.float64)
+    triangular = torch.eye(vocab_size, dtype=torch.float64) + 10 * upper.triu(1)
+    identity = torch.eye(vocab_size, dtype=torch.float64)
+    for left, right, own_largest in (
+        (ones, fixed.double(), 1 / vocab_size),  # only row 3's largest is its own
+        (triangular, identity, None),
+        (identity, identity, 1.0),
+    ):
+        assert induction._copying_score(left, right) == pytest.approx(1.0, abs=1e-12)
+        circuit = left @ right  # (V, V)
+        share = (circuit.argmax(dim=1) == torch.arange(vocab_size)).double().mean().item()
+        if own_largest is None:
+            assert share < 0.5  # rows above the last few: a large entry right of the diagonal
+        else:
+            assert share == pytest.approx(own_largest)
 
 
 def full_circuit_by_modules(model, layer: int, head: int) -> torch.Tensor:

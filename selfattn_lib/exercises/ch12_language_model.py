@@ -47,6 +47,9 @@ def check_next_token_probabilities(next_token_probabilities: Callable[..., Any])
         (row, 2.5),
         (np.array([1000.0, 1002.0, 999.0, 1001.5]), 0.8),  # exp(1000) overflows
         (rng.normal(scale=2.0, size=(3, 5)), 0.7),  # a batch of rows: B = 3, V = 5
+        # Rows 2000 apart: one maximum for the whole batch leaves row 0 with 0 / 0; the
+        # last row spreads over 2000, too far for subtracting its mean.
+        (np.array([[0.0, 1.0, 2.0], [2000.0, 2001.0, 2002.0], [-1000.0, 0.0, 1000.0]]), 1.0),
     )
 
     def mistakes(logits: np.ndarray, temperature: float) -> list[tuple[Any, str]]:
@@ -75,6 +78,11 @@ def check_next_token_probabilities(next_token_probabilities: Callable[..., Any])
                 f"the logits were MULTIPLIED by {t}: divide them by T, so that a temperature "
                 "below 1 makes the distribution sharper and one above 1 flatter",
             ),
+            (
+                plain,
+                f"the temperature was left out: this is the softmax of the logits, whatever "
+                f"T is. Divide the logits by {t} before the softmax",
+            ),
         ]
         if logits.ndim == 2:
             scaled = logits / temperature
@@ -88,6 +96,13 @@ def check_next_token_probabilities(next_token_probabilities: Callable[..., Any])
                     np.exp(scaled - scaled.max()) / np.exp(scaled - scaled.max()).sum(),
                     "the whole batch sums to 1, not each row: a row is the distribution of one "
                     "next token, so sum along the last axis (axis=-1, keepdims=True)",
+                ),
+                (
+                    np.exp(scaled - scaled.max(axis=-1, keepdims=True))
+                    / np.exp(scaled - scaled.max(axis=-1, keepdims=True)).sum(),
+                    "each row was divided by the total of the WHOLE batch, so the rows sum to "
+                    "1 only together: divide each row by its own total, "
+                    "sum(axis=-1, keepdims=True)",
                 ),
                 (
                     softmax.softmax(scaled - scaled.max(axis=0), axis=-1),
@@ -112,6 +127,7 @@ def check_next_token_probabilities(next_token_probabilities: Callable[..., Any])
                         "max(axis=-1, keepdims=True) and sum(axis=-1, keepdims=True)"
                     ) from None
                 raise
+            _ch12_explain_batch_maximum(result, logits, temperature, what)
             kit.explain_non_finite(
                 result,
                 expected,
@@ -144,10 +160,35 @@ def check_next_token_probabilities(next_token_probabilities: Callable[..., Any])
         )
         return (
             "Your next-token distribution is right: softmax(logits / T) row by row, stable "
-            "for large logits. As T → 0 it approaches greedy decoding, the arg-max."
+            "for large logits. As T → 0 it approaches greedy decoding: all the probability "
+            "goes to the arg-max (shared equally if several logits tie for the largest)."
         )
 
     return kit.run_checks(checks)
+
+
+def _ch12_explain_batch_maximum(
+    result: Any, logits: np.ndarray, temperature: float, what: str
+) -> None:
+    """Name the slip of one maximum for the whole batch: on rows far apart, the rows far
+    below the batch's maximum underflow to 0 / 0 (NaN) where each row's own maximum works."""
+    values = kit.values_like(result, logits)
+    if logits.ndim != 2 or values is None or np.isfinite(values).all():
+        return
+    scaled = logits / temperature
+    with np.errstate(all="ignore"):
+        exponentials = np.exp(scaled - scaled.max())  # one maximum for the whole batch
+        wrong = exponentials / exponentials.sum(axis=-1, keepdims=True)
+    broken = ~np.isfinite(values).all(axis=-1)  # (B,): the rows with NaN or infinity
+    if not np.array_equal(broken, ~np.isfinite(wrong).all(axis=-1)):
+        return
+    rows = np.flatnonzero(broken).tolist()
+    raise kit.Mistake(
+        f"{what} returned NaN in row {', '.join(map(str, rows))}: one maximum was subtracted "
+        f"for the whole batch ({scaled.max():g}), so every exponential of a row whose logits "
+        "lie far below it underflows to 0, and 0 / 0 is NaN. Subtract each row's own "
+        "maximum, max(axis=-1, keepdims=True)"
+    )
 
 
 # --- top-p filtering -----------------------------------------------------------------------
@@ -172,7 +213,8 @@ def check_top_p_filter(top_p_filter: Callable[..., Any]) -> kit.Feedback:
     Expected signature: ``top_p_filter(probabilities: np.ndarray, p: float) -> np.ndarray``
     for one row of probabilities: keep the smallest set of most probable tokens whose total
     probability is at least ``p``, set the others to 0, and renormalise so that the result
-    sums to 1. The checker's probabilities have no ties at the edge of the kept set.
+    sums to 1. The checker's probabilities have no ties at the edge of the kept set, and
+    where a running total reaches ``p`` exactly it does so without rounding (powers of 2).
 
     Shapes
     ------
@@ -191,6 +233,8 @@ def check_top_p_filter(top_p_filter: Callable[..., Any]) -> kit.Feedback:
         (np.array([0.1, 0.35, 0.05, 0.3, 0.2]), 0.6),
         (np.array([0.05, 0.7, 0.15, 0.1]), 0.5),  # the top token alone holds more than p
         (np.array([0.02, 0.18, 0.07, 0.25, 0.03, 0.12, 0.3, 0.03]), 0.9),
+        # Exact in binary: the two most probable tokens hold p = 0.75 exactly, and are enough.
+        (np.array([0.125, 0.5, 0.125, 0.25]), 0.75),
     )
 
     def mistakes(probabilities: np.ndarray, p: float) -> list[tuple[Any, str]]:
@@ -216,8 +260,34 @@ def check_top_p_filter(top_p_filter: Callable[..., Any]) -> kit.Feedback:
             f"the total past p = {p:g}. That token is kept too: keep a token when the tokens "
             "before it hold less than p"
         )
+        ranked = probabilities[order]  # (V,), most probable first
+        reached = _ch12_prefix_mask(probabilities, order, running - ranked <= p)
+        sorted_kept = np.where(running - ranked < p, ranked, 0)  # (V,) in sorted order
         return [
             (np.zeros_like(probabilities), f"it kept no token at all{alone}"),
+            (
+                _ch12_normalised(np.where(reached, probabilities, 0)),
+                "it keeps one token too many: the tokens before the last one it keeps already "
+                f"hold p = {p:g} exactly, and that is enough ('at least p'). Keep a token "
+                "while the tokens before it hold LESS than p (<, not <=)",
+            ),
+            (
+                _ch12_normalised(sorted_kept),
+                "the right probabilities are kept, but the result is in SORTED order (most "
+                "probable first): entry i must be token i's probability. Put the kept "
+                "values back at their tokens' positions (kept[order] = …), with 0 elsewhere",
+            ),
+            (
+                sorted_kept,
+                "the result is in SORTED order (most probable first) and not renormalised: "
+                "entry i must be token i's probability, and the kept ones must sum to 1",
+            ),
+            (
+                _ch12_normalised(sorted_kept)[order],
+                "the kept values were taken back with the sorting order, result = "
+                "kept[order], which shuffles them again: put each one back at its token's "
+                "index, result[order] = kept",
+            ),
             (_ch12_normalised(np.where(too_few, probabilities, 0)), one_too_few),
             (np.where(too_few, probabilities, 0), one_too_few),
             (
@@ -276,6 +346,12 @@ def check_top_p_filter(top_p_filter: Callable[..., Any]) -> kit.Feedback:
             raise kit.Mistake(f"{what} sums to {got.sum():.6g}, not 1: renormalise")
         got_ids = np.flatnonzero(got > 0)
         if not np.array_equal(got_ids, kept_ids):
+            if got_ids.size == kept_ids.size:
+                raise kit.Mistake(
+                    f"{what} keeps {got_ids.size} tokens, the right number, but the tokens "
+                    f"{kit.show(got_ids)} instead of the most probable ones, "
+                    f"{kit.show(kept_ids)}: entry i of the result is token i's probability"
+                )
             raise kit.Mistake(
                 f"{what} keeps the tokens {kit.show(got_ids)}, but the smallest set of most "
                 f"probable tokens whose total reaches p = {p:g} has {kept_ids.size} tokens"
@@ -303,7 +379,15 @@ def _ch12_replace(ids: list[int], pair: tuple[int, int], new_id: int, overlap: s
     """A wrong replacement of ``pair`` by ``new_id``, for the catalogue of mistakes:
     ``"collapse"`` merges every occurrence, overlapping ones too, and keeps one token per
     run (``x x x`` → ``xx``); ``"twice"`` gives every occurrence its own new token
-    (``x x x`` → ``xx xx``); ``"skip"`` is the right replacement, for the other slips."""
+    (``x x x`` → ``xx xx``); ``"right"`` scans from the right (``x x x`` → ``x xx``);
+    ``"first"`` merges the first occurrence only;
+    ``"skip"`` is the right replacement, for the other slips."""
+    if overlap == "first":  # only the first occurrence, as str.replace(old, new, 1) does
+        starts = [i for i in range(len(ids) - 1) if (ids[i], ids[i + 1]) == pair][:1]
+        return [new_id if i in starts else t for i, t in enumerate(ids) if i - 1 not in starts]
+    if overlap == "right":  # the right replacement of the reversed sequence, reversed back
+        reversed_pair = (pair[1], pair[0])
+        return tokenization.merge_pair(ids[::-1], reversed_pair, new_id).tolist()[::-1]
     starts = [i for i in range(len(ids) - 1) if (ids[i], ids[i + 1]) == pair]
     first, second = set(starts), {i + 1 for i in starts}
     if overlap == "collapse":
@@ -380,10 +464,13 @@ def _ch12_train(
     first_id: int | None = None,
     recount: bool = True,
     overlapping_counts: bool = True,
+    stop_below: int = 2,
 ) -> tuple[list[tuple[int, int]], list[int]]:
     """BPE training with one slip, for the catalogue of mistakes: ties to the ``"smallest"``
     pair, a wrong ``overlap`` in the replacement, new ids from ``first_id``, counts taken once
-    (``recount=False``) or without overlapping pairs. Returns the merges and the sequence."""
+    (``recount=False``) or without overlapping pairs, or a stop when the largest count is
+    below ``stop_below`` other than 2 (1 never stops early, 3 stops while a pair occurs
+    twice). Returns the merges and the sequence."""
     merges: list[tuple[int, int]] = []
     counts = _ch12_pair_counts(ids, overlapping_counts)
     if not recount:
@@ -391,7 +478,7 @@ def _ch12_train(
         return ranked[:n_merges], ids
     for index in range(n_merges):
         counts = _ch12_pair_counts(ids, overlapping_counts)
-        if not counts:
+        if not counts or max(counts.values()) < stop_below:
             break
         best = max(counts.values())
         tied = [pair for pair, count in counts.items() if count == best]
@@ -453,6 +540,14 @@ _WRONG_ORDER = (
     "then merge 1 everywhere, and so on. That is what training did, so it is what "
     "reproduces it"
 )
+_FROM_THE_RIGHT = (
+    "it scans each merge from the RIGHT, so a run of three becomes x (xx). Training scanned "
+    "from the LEFT: x x x becomes (xx) x, and the encoding must cut the same way"
+)
+_RULES = (
+    "Check the three rules: the merges in the order they were learned, each one everywhere "
+    "before the next, each scanned from the left (x x x becomes (xx) x)"
+)
 _AS_FOUND = (
     "it merges pairs of the table as it finds them from the left, whatever their rank. "
     + _WRONG_ORDER
@@ -496,10 +591,24 @@ def check_apply_merges(apply_merges: Callable[..., Any]) -> kit.Feedback:
         return [
             (_ch12_apply(ids, merges, vocab_size, overlap="collapse"), _OVERLAP),
             (_ch12_apply(ids, merges, vocab_size, overlap="twice"), _OVERLAP),
+            (_ch12_apply(ids, merges, vocab_size, overlap="right"), _FROM_THE_RIGHT),
+            (
+                _ch12_apply(ids, merges, vocab_size, overlap="first"),
+                "it merges only the FIRST occurrence of each pair: a merge replaces its pair "
+                "everywhere in the text, scanning from the left to the end",
+            ),
             (
                 _ch12_apply(ids, merges, vocab_size, first_id=0),
                 f"the new tokens are numbered from 0, so they collide with the base tokens "
                 f"0 … {vocab_size - 1}: merge i makes the token vocab_size + i",
+            ),
+            *(
+                (
+                    _ch12_apply(ids, merges, vocab_size, first_id=vocab_size + shift),
+                    f"the new ids are off by one: merge 0 made {vocab_size + shift}, but merge i "
+                    f"makes the token vocab_size + i, so merge 0 makes {vocab_size}",
+                )
+                for shift in (1, -1)
             ),
             (
                 _ch12_apply(ids, merges, vocab_size, order=backwards),
@@ -529,12 +638,19 @@ def check_apply_merges(apply_merges: Callable[..., Any]) -> kit.Feedback:
             raise kit.Mistake(
                 f"{message}: the ids run from 0 to vocab_size + len(merges) − 1 = {n_tokens - 1}"
             )
-        if not np.array_equal(tokenization.expand(got, merges, vocab_size=vocab_size), ids):
+        expanded = tokenization.expand(got, merges, vocab_size=vocab_size)
+        if not np.array_equal(expanded, ids) and np.array_equal(np.sort(expanded), np.sort(ids)):
+            raise kit.Mistake(
+                f"{message}: your tokens stand for the right ids, but in another order: keep "
+                "the tokens in the order of the text, each merged token where its pair was"
+            )
+        if not np.array_equal(expanded, ids):
             raise kit.Mistake(
                 f"{message}: your result stands for a different sequence (expanding its merged "
-                "tokens does not give the ids back), so tokens were lost or added"
+                "tokens does not give the ids back). Either tokens were lost or added, or a "
+                "merged token got the wrong id: merge i makes vocab_size + i"
             )
-        raise kit.Mistake(f"{message}. {_WRONG_ORDER}")
+        raise kit.Mistake(f"{message}: it stands for the same ids, cut differently. {_RULES}")
 
     def checks() -> str:
         for ids, merges, vocab_size in _CH12_APPLY_CASES:
@@ -554,6 +670,7 @@ _CH12_TRAIN_CASES = (
     ([0, 1, 1, 1, 2, 0, 1, 1, 1, 2], 3, 3),
     ([1, 1, 0, 0, 0, 2, 1, 0, 0, 0, 2], 3, 3),
     ([2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2], 2, 4),
+    ([0, 1, 2, 0, 1, 2], 4, 3),  # after 2 merges no pair occurs twice: training stops
 )
 
 
@@ -565,8 +682,9 @@ def check_train_bpe(train_bpe: Callable[..., Any]) -> kit.Feedback:
     ``n_merges`` rounds counts every pair of adjacent tokens of the current sequence
     (overlapping ones too), takes the most frequent (of equal counts, the pair that occurs
     first in the sequence), gives it the new id ``vocab_size + i`` in round ``i`` and
-    replaces its occurrences from left to right. The result lists the merged pairs in order.
-    In the checker's sequences some pair occurs at least twice in every round. Pure Python
+    replaces its occurrences from left to right; it stops early when no pair occurs twice.
+    The result lists the merged pairs in order. In the checker's last sequence no pair
+    occurs twice after two merges, in the others some pair does in every round. Pure Python
     is fine; a list of tuples or lists, an ``(n_merges, 2)`` array or a dict of merges in
     the order learned are all accepted.
 
@@ -598,6 +716,12 @@ def check_train_bpe(train_bpe: Callable[..., Any]) -> kit.Feedback:
             (trained(overlap="collapse"), f"in the replacement, {_OVERLAP}"),
             (trained(overlap="twice"), f"in the replacement, {_OVERLAP}"),
             (
+                trained(overlap="right"),
+                "in the replacement, it scans from the RIGHT, so a run of three becomes "
+                "x (xx): scan from the LEFT, x x x becomes (xx) x, as the encoding of "
+                "exercise 3 does",
+            ),
+            (
                 trained(overlapping_counts=False),
                 "it counts a pair only where it does not overlap the previous occurrence: "
                 "count EVERY adjacent pair, x x x holds (x, x) twice (the pairs of "
@@ -613,6 +737,25 @@ def check_train_bpe(train_bpe: Callable[..., Any]) -> kit.Feedback:
                 trained(first_id=0),
                 f"the new tokens are numbered from 0, so they collide with the base tokens "
                 f"0 … {vocab_size - 1}: round i makes the token vocab_size + i",
+            ),
+            *(
+                (
+                    trained(first_id=vocab_size + shift),
+                    f"the new ids are off by one: round 0 made {vocab_size + shift}, but round "
+                    f"i makes the token vocab_size + i, so round 0 makes {vocab_size}",
+                )
+                for shift in (1, -1)
+            ),
+            (
+                trained(stop_below=1),
+                "it goes on merging pairs that occur only once: stop early as soon as no "
+                "pair occurs twice (a merge of a single pair shortens the text by one token "
+                "and learns nothing that repeats)",
+            ),
+            (
+                trained(stop_below=3),
+                "it stopped while a pair still occurred twice: stop only when no pair occurs "
+                "twice, that is when every count is 1",
             ),
         ]
 
@@ -632,8 +775,8 @@ def check_train_bpe(train_bpe: Callable[..., Any]) -> kit.Feedback:
         ]
         if kit.match_known_mistakes(got, expected, catalogue, what):
             return
-        if len(got) != n_merges:
-            raise kit.Mistake(f"{what} returned {len(got)} merges, expected {n_merges}")
+        if len(got) != len(expected):
+            raise kit.Mistake(f"{what} returned {len(got)} merges, expected {len(expected)}")
         sequence = list(ids)
         for index, (pair, right_pair) in enumerate(
             zip(got.tolist(), expected.tolist(), strict=True)
@@ -663,9 +806,9 @@ def check_train_bpe(train_bpe: Callable[..., Any]) -> kit.Feedback:
             train_bpe, _CH12_TRAIN_CASES[0], kit.COURSE_LIBRARY, name, kit.WRITE_IT_YOURSELF
         )
         return (
-            "Your BPE training is right: count, merge the most frequent pair, count again. "
-            "Each merge shortens the text by the number of times it is merged (overlapping "
-            "pairs merge once)."
+            "Your BPE training is right: count, merge the most frequent pair, count again, "
+            "and stop when no pair occurs twice. Each merge shortens the text by the number "
+            "of times it is merged: a run x x x x holds (x, x) three times, and merges twice."
         )
 
     return kit.run_checks(checks)

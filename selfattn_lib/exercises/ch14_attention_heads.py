@@ -54,7 +54,7 @@ def _ch14_key_mean(weights: np.ndarray, queries: range, key_offset: int) -> np.n
 
 
 def _ch14_score_shape(
-    result: Any, batch: int, n_heads: int, queries: str, n_queries: int, what: str
+    result: Any, batch: int, n_heads: int, queries: str, n_queries: int, n_tokens: int, what: str
 ) -> None:
     """Explain a per-head score of the wrong shape: an axis not averaged, or one too many."""
     try:
@@ -77,6 +77,12 @@ def _ch14_score_shape(
         (batch, n_heads, n_queries): f"one weight per sequence, head and query ({queries}): "
         "average over the batch and the queries",
     }
+    hints.setdefault(
+        (n_tokens,),
+        f"one number per position (T = {n_tokens}): np.diagonal (and torch.diagonal) take "
+        "the diagonal of the FIRST two axes, batch and head, unless told otherwise. Take it "
+        "over the last two, the queries and the keys: axis1=-2, axis2=-1",
+    )
     if shape in hints:
         raise kit.Mistake(
             f"{what} returned shape {shape}, {hints[shape]} (expected one score per head, "
@@ -93,9 +99,10 @@ def _ch14_check_score(
     batch: int,
     queries: str,
     n_queries: int,
+    n_tokens: int,
 ) -> None:
     """Compare a per-head score with the right one, its known slips and its range [0, 1]."""
-    _ch14_score_shape(result, batch, len(expected), queries, n_queries, what)
+    _ch14_score_shape(result, batch, len(expected), queries, n_queries, n_tokens, what)
     got = kit.as_result_array(result, expected, what)
     if kit.match_known_mistakes(got, expected, mistakes, what, atol=_CH14_ATOL):
         return
@@ -130,6 +137,14 @@ def _ch14_reduction_slips(
     ]
 
 
+def _ch14_largest_share(weights: np.ndarray, queries: range, key_offset: int) -> np.ndarray:
+    """The share of ``queries`` (and sequences) whose largest weight is on key ``i +
+    key_offset``: a count of arg-maxes, one number per head ``(H,)``."""
+    rows = np.array(queries)  # (n_queries,)
+    largest = weights[:, :, rows].argmax(axis=-1)  # (B, H, n_queries)
+    return (largest == rows + key_offset).mean(axis=(0, 2))  # (H,)
+
+
 # --- the previous-token score ---------------------------------------------------------------
 
 #: (B, H, T): odd sizes, one head, a batch of one, and T = 2 (a single query with a previous
@@ -149,6 +164,12 @@ def _ch14_previous_mistakes(weights: np.ndarray) -> list[tuple[Any, str]]:
         "({what}) went into the mean. Average over the queries 1 … T − 1 only, "
         f"T − 1 = {n_tokens - 1} of them"
     )
+    over_t = (
+        f"the mean is over all T = {n_tokens} queries, as if query 0 had a previous token "
+        "(a 0 for it went into the mean: the weights of queries 1 … T − 1 divided by T, or a "
+        "weight wrapped around by np.roll). Query 0 has none: average over the queries "
+        f"1 … T − 1 only, T − 1 = {n_tokens - 1} of them"
+    )
     right = _ch14_key_mean(weights, later, -1)
     return [
         (_ch14_key_mean(weights, every, 0), itself),
@@ -159,11 +180,18 @@ def _ch14_previous_mistakes(weights: np.ndarray) -> list[tuple[Any, str]]:
             "token (the diagonal above the main one), which the causal mask hides. The "
             "previous token is key i − 1, on the diagonal BELOW the main one",
         ),
+        (_ch14_key_mean(weights, every, -1), over_t),
         (
-            _ch14_key_mean(weights, every, -1),
-            query_0.format(
-                key=n_tokens - 1, what="a 0 wrapped around from the end, as np.roll does"
-            ),
+            right * (n_tokens - 1) / n_tokens**2,
+            f"the mean is over all T × T = {n_tokens * n_tokens} entries of each head's "
+            "masked matrix, most of them zeros: average the weight on key i − 1 over the "
+            f"T − 1 = {n_tokens - 1} queries that have one (and over the batch)",
+        ),
+        (
+            _ch14_largest_share(weights, later, -1),
+            "this is how often key i − 1 gets the LARGEST weight of its query: the score is "
+            "the mean of the weight itself, so a head that gives the previous token 0.6 of "
+            "its attention scores 0.6",
         ),
         (
             (weights[:, :, 0, 0].mean(axis=0) + (n_tokens - 1) * right) / n_tokens,
@@ -219,6 +247,7 @@ def check_previous_token_score(previous_token_score: Callable[..., Any]) -> kit.
             batch=batch,
             queries="T − 1 = " + str(n_tokens - 1),
             n_queries=n_tokens - 1,
+            n_tokens=n_tokens,
         )
 
     def checks() -> str:
@@ -294,6 +323,17 @@ def _ch14_prefix_mistakes(weights: np.ndarray, n: int) -> list[tuple[Any, str]]:
             f"queries. Average over all n queries i = n … 2n − 1 = {n} … {2 * n - 1}",
         ),
         (
+            right / 2,
+            f"the mean is over all 2n = {2 * n} queries, those of the first half counted as "
+            "0: average over the n queries of the repeated half only, "
+            f"i = n … 2n − 1 = {n} … {2 * n - 1}",
+        ),
+        (
+            _ch14_largest_share(weights, repeated, 1 - n),
+            "this is how often key i − n + 1 gets the LARGEST weight of its query: the score "
+            "is the mean of the weight itself",
+        ),
+        (
             np.zeros(weights.shape[1]),
             "it is 0 for every head: these are weights on keys AFTER their queries (the "
             "wrong half: for example queries of the first half on keys of the second), which "
@@ -345,6 +385,7 @@ def check_prefix_matching_score(prefix_matching_score: Callable[..., Any]) -> ki
             batch=batch,
             queries=f"n = {n}",
             n_queries=n,
+            n_tokens=2 * n,
         )
 
     def checks() -> str:
@@ -360,9 +401,8 @@ def check_prefix_matching_score(prefix_matching_score: Callable[..., Any]) -> ki
         return (
             "Your prefix-matching score is right: on the repeated half, the weight of query i "
             "on key i − n + 1, the token that followed the earlier copy of its own token. An "
-            "induction head scores close to 1, and it needs a previous-token head in an "
-            "earlier layer: it recognises the key it looks for by the token that came before "
-            "that key, which only such a head can have written there."
+            "induction head scores close to 1, but the score does not say how a head finds "
+            "that key: by the token before it, or by its position alone (Honest limits)."
         )
 
     return kit.run_checks(checks)
@@ -448,6 +488,23 @@ def _ch14_half_mistakes(
             "the halves are swapped: return (first half, repeated half), the first half "
             "first (the repeated half is the one an induction head makes cheap)",
         ),
+        (
+            expected * (n - 1),
+            f"each half is a SUM over its n − 1 = {n - 1} predictions of a sequence (bits "
+            "per sequence), averaged over the batch: the loss is a mean per token, bits per "
+            "token, so average over the predictions too",
+        ),
+        (
+            expected * (n - 1) * len(tokens),
+            f"each half is a SUM over its n − 1 = {n - 1} predictions and the "
+            f"{len(tokens)} sequences: the loss is a mean per token, bits per token",
+        ),
+        (
+            bits(-(torch.softmax(logits_t, -1) * torch.log_softmax(logits_t, -1)).sum(-1)),
+            "this is the ENTROPY of each prediction, −Σ p log2 p over the vocabulary, which "
+            "ignores the token that came: the loss is −log2 of the probability the model "
+            "gave to the right next token, tokens[:, t + 1]",
+        ),
     ]
     # Each explanation continues "…: the first half" or "…: the repeated half".
     token_n = (
@@ -463,10 +520,29 @@ def _ch14_half_mistakes(
         f"1 … n − 1 = 1 … {n - 1}",
         f"n + 1 … 2n − 1 = {n + 1} … {2 * n - 1}",
     )
+    summed = (
+        "is a SUM over its predictions per sequence, averaged over the batch: the loss is a "
+        "mean per token, bits per token"
+    )
+    probabilities = np.exp(-losses.numpy())  # (B, 2n − 1): the probability of each target
+    log_of_mean = (
+        "is minus the log of the MEAN probability of its predictions: the loss is the mean "
+        "of −log2 p, the log first, then the mean"
+    )
     first = [
         (in_bits[:, :n].mean(), token_n),
         (in_bits[:, 1:n].mean(), shifted.format(half="first", span=first_span)),
+        (in_bits[:, : n - 1].sum(axis=1).mean(), summed),
+        (-np.log2(probabilities[:, : n - 1].mean()), log_of_mean),
     ]
+    if n > 2:
+        first.append(
+            (
+                in_bits[:, : n - 2].mean(),
+                f"leaves out the prediction of token n − 1 = {n - 1}, the last of the first "
+                f"half: the first half is the predictions of tokens {first_span}",
+            )
+        )
     repeated = [
         (in_bits[:, n - 1 :].mean(), token_n),
         (
@@ -476,10 +552,19 @@ def _ch14_half_mistakes(
             f"half, the predictions of tokens {repeated_span}",
         ),
     ]
+    repeated += [
+        (in_bits[:, n:].sum(axis=1).mean(), summed),
+        (-np.log2(probabilities[:, n:].mean()), log_of_mean),
+    ]
     if n > 2:  # with n = 2 the repeated half is one prediction: nothing is left to shift into
-        repeated.append(
-            (in_bits[:, n + 1 :].mean(), shifted.format(half="repeated", span=repeated_span))
-        )
+        repeated += [
+            (in_bits[:, n + 1 :].mean(), shifted.format(half="repeated", span=repeated_span)),
+            (
+                in_bits[:, n:-1].mean(),
+                f"leaves out the prediction of the last token, 2n − 1 = {2 * n - 1}: the "
+                f"repeated half is the predictions of tokens {repeated_span}",
+            ),
+        ]
     return expected, pair, first, repeated
 
 
@@ -641,7 +726,29 @@ def _ch14_copying_mistakes(
     trace = float(np.trace(circuit))
     symmetric = np.linalg.eigvalsh(circuit)  # (V,): from the lower triangle only
     largest = eigenvalues[np.argmax(np.abs(eigenvalues))]
+    real = eigenvalues[np.abs(eigenvalues.imag) < 1e-9].real  # the real eigenvalues only
     return [
+        (
+            float(real.sum() / np.abs(real).sum()),
+            "only the REAL eigenvalues were counted: the complex ones (in conjugate pairs) "
+            "count too, in the numerator with their real parts, which add up, and in the "
+            "denominator with their moduli |λ|",
+        ),
+        (
+            trace / np.abs(circuit).sum(),
+            "this is the trace divided by the sum of |entries| of the whole circuit: the "
+            "denominator is Σ |λ| over its eigenvalues",
+        ),
+        (
+            abs(trace) / np.abs(eigenvalues).sum(),
+            "the numerator is |Σ λ|, which is never negative: the score is Σ λ / Σ |λ|, "
+            "negative for a head whose circuit lowers what it reads",
+        ),
+        (
+            trace / np.abs(eigenvalues).max(),
+            "the denominator is the largest |λ| only: it is Σ |λ|, the sum over every "
+            "eigenvalue, so that the score lies between -1 and 1",
+        ),
         (
             1.0,
             f"it is 1.0, but this circuit scores {expected:.4f} (it has negative or complex "
@@ -777,7 +884,8 @@ def check_copying_score(copying_score: Callable[..., Any]) -> kit.Feedback:
             "Your copying score is right: Σ λ / Σ |λ| over the eigenvalues of the V × V "
             "circuit. It has rank at most D_h, and its non-zero eigenvalues are those of "
             "the D_h × D_h product (W_O W_U)(W_E W_V), far cheaper to compute for a "
-            "vocabulary of 50,000 tokens."
+            "vocabulary of 50,000 tokens. A heuristic: every circuit whose non-zero "
+            "eigenvalues are real and positive scores 1, not only a copy."
         )
 
     return kit.run_checks(checks)

@@ -43,11 +43,15 @@ def ch12_counts(ids):
     return counts
 
 
-def ch12_train_bpe(ids, n_merges, vocab_size, *, choose=None, merge=reference_merge, first_id=None):
+def ch12_train_bpe(
+    ids, n_merges, vocab_size, *, choose=None, merge=reference_merge, first_id=None, stop_below=2
+):
     """BPE training; the keywords make the slips of the tests below."""
     merges = []
     for index in range(n_merges):
         counts = ch12_counts(ids)
+        if not counts or max(counts.values()) < stop_below:
+            break  # no pair occurs twice
         pair = max(counts, key=counts.get) if choose is None else choose(counts)
         ids = merge(ids, pair, (vocab_size if first_id is None else first_id) + index)
         merges.append(pair)
@@ -452,6 +456,8 @@ def ch12_train_with_numpy(ids, n_merges, vocab_size):
     for index in range(n_merges):
         pairs = np.stack([ids[:-1], ids[1:]], axis=1)
         unique, first, counts = np.unique(pairs, axis=0, return_index=True, return_counts=True)
+        if counts.max() < 2:
+            return merges[:index]  # no pair occurs twice
         best = np.flatnonzero(counts == counts.max())
         merges[index] = unique[best[np.argmin(first[best])]]
         ids = np.array(reference_merge(ids.tolist(), tuple(merges[index]), vocab_size + index))
@@ -493,6 +499,8 @@ def ch12_train_without_overlapping_counts(ids, n_merges, vocab_size):
     merges = []
     for index in range(n_merges):
         counts = ch12_count_without_overlaps(ids)
+        if max(counts.values()) < 2:
+            break
         pair = max(counts, key=counts.get)
         ids = reference_merge(ids, pair, vocab_size + index)
         merges.append(pair)
@@ -583,6 +591,258 @@ def test_ch12_train_bpe_turns_down_the_library():
     assert_ch12_mistake(
         exercises.check_train_bpe(with_the_library), "calls `selfattn_lib.tokenization.train_bpe`"
     )
+
+
+# --- more plausible mistakes and correct variants, each checker -----------------------------
+# Written from the prompts alone, as a learner would get them wrong: each is caught and its
+# cause named.
+
+
+def ch12_batch_maximum(logits, temperature):
+    """One maximum for the whole batch: rows 2000 below it underflow to 0 / 0."""
+    scaled = np.asarray(logits) / temperature
+    exponentials = np.exp(scaled - scaled.max())
+    return exponentials / exponentials.sum(axis=-1, keepdims=True)
+
+
+def ch12_row_mean_subtracted(logits, temperature):
+    scaled = np.asarray(logits) / temperature
+    exponentials = np.exp(scaled - scaled.mean(axis=-1, keepdims=True))
+    return exponentials / exponentials.sum(axis=-1, keepdims=True)
+
+
+def ch12_batch_total(logits, temperature):
+    scaled = np.asarray(logits) / temperature
+    exponentials = np.exp(scaled - scaled.max(axis=-1, keepdims=True))
+    return exponentials / exponentials.sum()
+
+
+def ch12_next_token_row_by_row(logits, temperature):
+    rows = np.atleast_2d(np.asarray(logits, dtype=np.float64)) / temperature
+    result = np.empty_like(rows)
+    for index, row in enumerate(rows):
+        exponentials = np.exp(row - row.max())
+        result[index] = exponentials / exponentials.sum()
+    return result.reshape(np.shape(logits))
+
+
+def ch12_next_token_log_sum_exp(logits, temperature):
+    scaled = np.asarray(logits) / temperature
+    return np.exp(scaled - np.logaddexp.reduce(scaled, axis=-1, keepdims=True))
+
+
+def ch12_top_p_sorted(renorm):
+    def top_p_filter(probabilities, p):
+        ranked = np.sort(probabilities)[::-1]
+        kept = np.where(np.cumsum(ranked) - ranked < p, ranked, 0.0)
+        return kept / kept.sum() if renorm else kept
+
+    return top_p_filter
+
+
+def ch12_top_p_gathered(probabilities, p):
+    """Puts the kept values back with the order the wrong way round: kept[order]."""
+    order = np.argsort(-probabilities, kind="stable")
+    ranked = probabilities[order]
+    kept = np.where(np.cumsum(ranked) - ranked < p, ranked, 0.0)
+    return (kept / kept.sum())[order]
+
+
+def ch12_top_p_searchsorted(probabilities, p):
+    order = np.argsort(-probabilities, kind="stable")
+    n_kept = np.searchsorted(np.cumsum(probabilities[order]), p) + 1  # the first total ≥ p
+    kept = np.zeros_like(probabilities)
+    kept[order[:n_kept]] = probabilities[order[:n_kept]]
+    return kept / kept.sum()
+
+
+def ch12_top_p_ascending(probabilities, p):
+    """Hugging Face's form: sort up, drop the tokens whose running total stays ≤ 1 − p."""
+    order = np.argsort(probabilities, kind="stable")
+    drop = np.cumsum(probabilities[order]) <= 1 - p
+    kept = probabilities.copy()
+    kept[order[drop]] = 0.0
+    return kept / kept.sum()
+
+
+def ch12_merge_from_the_right(ids, pair, new_id):
+    merged, i = [], len(ids)
+    while i > 0:
+        if i >= 2 and (ids[i - 2], ids[i - 1]) == tuple(pair):
+            merged.append(new_id)
+            i -= 2
+        else:
+            merged.append(ids[i - 1])
+            i -= 1
+    return merged[::-1]
+
+
+def ch12_merge_first_only(ids, pair, new_id):
+    for i in range(len(ids) - 1):
+        if (ids[i], ids[i + 1]) == tuple(pair):
+            return [*ids[:i], new_id, *ids[i + 2 :]]
+    return list(ids)
+
+
+def ch12_apply_merges_by_rank_table(ids, merges, vocab_size):
+    """Each merge everywhere, through a dict from pair to new id, scanning from the left."""
+    new_ids = {tuple(pair): vocab_size + index for index, pair in enumerate(merges)}
+    for pair, new_id in new_ids.items():
+        ids = reference_merge(list(ids), pair, new_id)
+    return np.array(ids, dtype=np.int32)
+
+
+def ch12_apply_merges_recursive(ids, merges, vocab_size):
+    if not merges:
+        return list(ids)
+    *earlier, last = merges
+    return reference_merge(
+        ch12_apply_merges_recursive(ids, earlier, vocab_size),
+        tuple(last),
+        vocab_size + len(earlier),
+    )
+
+
+def ch12_train_bpe_most_common(ids, n_merges, vocab_size):
+    from collections import Counter
+
+    ids, merges = list(ids), []
+    for index in range(n_merges):
+        (pair, count), *_ = Counter(zip(ids, ids[1:], strict=False)).most_common(1) or [(None, 0)]
+        if count < 2:
+            break
+        merges.append(pair)
+        ids = reference_merge(ids, pair, vocab_size + index)
+    return merges
+
+
+@pytest.mark.parametrize(
+    ("name", "answer", "fragments"),
+    [
+        (
+            "check_next_token_probabilities",
+            ch12_batch_maximum,
+            [
+                "(logits of shape (3, 3), temperature=1) returned NaN in row 0, 2",
+                "one maximum was subtracted for the whole batch (2002)",
+                "each row's own maximum",
+            ],
+        ),
+        (
+            "check_next_token_probabilities",
+            ch12_row_mean_subtracted,
+            ["shape (3, 3)", "e^1000 overflows", "largest logit"],
+        ),
+        (
+            "check_next_token_probabilities",
+            lambda x, t: ch12_softmax(np.asarray(x)),
+            ["temperature=0.5)", "temperature was left out"],
+        ),
+        (
+            "check_next_token_probabilities",
+            ch12_batch_total,
+            ["each row was divided by the total of the WHOLE batch"],
+        ),
+        (
+            "check_top_p_filter",
+            ch12_top_p_with(lambda running, ranked, p: running - ranked <= p),
+            ["[0.125, 0.5, 0.125, 0.25], p=0.75): it keeps one token too many", "(<, not <=)"],
+        ),
+        (
+            "check_top_p_filter",
+            ch12_top_p_sorted(renorm=True),
+            ["p=0.6): the right probabilities are kept", "SORTED"],
+        ),
+        (
+            "check_top_p_filter",
+            ch12_top_p_sorted(renorm=False),
+            ["SORTED order", "not renormalised"],
+        ),
+        (
+            "check_top_p_filter",
+            ch12_top_p_gathered,
+            ["result = kept[order], which shuffles them again"],
+        ),
+        (
+            "check_top_p_filter",
+            ch12_top_p_with(lambda running, ranked, p: running - ranked < p, renorm=False),
+            ["the right tokens are kept", "divide the kept probabilities by their total"],
+        ),
+        (
+            "check_apply_merges",
+            ch12_apply_with(merge=ch12_merge_from_the_right),
+            ["vocab_size=3): it scans each merge from the RIGHT", "(xx) x"],
+        ),
+        (
+            "check_apply_merges",
+            ch12_apply_with(first_id=4),
+            ["the new ids are off by one: merge 0 made 4", "makes 3"],
+        ),
+        (
+            "check_apply_merges",
+            ch12_apply_with(first_id=2),
+            ["the new ids are off by one: merge 0 made 2", "makes 3"],
+        ),
+        (
+            "check_apply_merges",
+            ch12_apply_with(merge=ch12_merge_first_only),
+            ["only the FIRST occurrence"],
+        ),
+        (
+            "check_apply_merges",
+            lambda ids, merges, v: ch12_apply_merges(ids, merges, v)[::-1],
+            ["stand for the right ids, but in another order"],
+        ),
+        (
+            "check_train_bpe",
+            lambda ids, n, v: ch12_train_bpe(ids, n, v, stop_below=1),
+            ["([0, 1, 2, 0, 1, 2], n_merges=4, vocab_size=3): it goes on merging pairs that"],
+        ),
+        (
+            "check_train_bpe",
+            lambda ids, n, v: ch12_train_bpe(ids, n, v, stop_below=3),
+            ["it stopped while a pair still occurred twice"],
+        ),
+        (
+            "check_train_bpe",
+            lambda ids, n, v: ch12_train_bpe(ids, n, v, first_id=v + 1),
+            ["the new ids are off by one: round 0 made 4", "round 0 makes 3"],
+        ),
+        (
+            "check_train_bpe",
+            lambda ids, n, v: ch12_train_bpe(ids, n, v, first_id=v - 1),
+            ["the new ids are off by one: round 0 made 2"],
+        ),
+        (
+            "check_train_bpe",
+            lambda ids, n, v: ch12_train_bpe(ids, n, v, merge=ch12_merge_from_the_right),
+            ["in the replacement, it scans from the RIGHT", "(xx) x"],
+        ),
+    ],
+)
+def test_ch12_checkers_name_more_mistakes(name, answer, fragments):
+    assert_ch12_mistake(getattr(exercises, name)(answer), *fragments)
+
+
+@pytest.mark.parametrize(
+    ("name", "answer"),
+    [
+        ("check_next_token_probabilities", ch12_next_token_row_by_row),
+        ("check_next_token_probabilities", ch12_next_token_log_sum_exp),
+        (  # the row's maximum subtracted before the division by T: a shift all the same
+            "check_next_token_probabilities",
+            lambda x, t: ch12_softmax((np.asarray(x) - np.max(x, axis=-1, keepdims=True)) / t),
+        ),
+        ("check_top_p_filter", ch12_top_p_searchsorted),
+        ("check_top_p_filter", ch12_top_p_ascending),
+        ("check_apply_merges", ch12_apply_merges_by_rank_table),
+        ("check_apply_merges", ch12_apply_merges_recursive),
+        ("check_train_bpe", ch12_train_bpe_most_common),
+    ],
+)
+def test_ch12_checkers_accept_more_correct_answers(name, answer):
+    feedback = getattr(exercises, name)(answer)
+    assert feedback.passed, feedback.message
 
 
 # Every checker of the chapter with a correct answer: test_exercises_registry.py runs them.

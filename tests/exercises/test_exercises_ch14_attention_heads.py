@@ -2,6 +2,8 @@
 names the mistake in typical wrong answers and accepts the usual correct alternatives. What
 every checker promises is tested once, over REFERENCES, in test_exercises_registry.py."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -182,7 +184,7 @@ def ch14_previous_rolled(axis):
         ),
         (
             ch14_previous_rolled(-1),
-            ["query 0 is counted", "key 4 (a 0 wrapped around", "T − 1 = 4 of them"],
+            ["the mean is over all T = 5 queries", "np.roll", "T − 1 = 4 of them"],
         ),
         (
             ch14_previous_with_query_0_on_itself,
@@ -703,6 +705,234 @@ def test_ch14_every_mistake_gets_its_own_message():
         assert len(set(messages)) == len(messages), messages
         arguments = {message.partition("(")[2].partition(")")[0] for message in messages}
         assert len(arguments) == 1, messages  # all caught by the first case
+
+
+# --- more plausible mistakes and correct variants, each checker -----------------------------
+# Written from the prompts alone, as a learner would get them wrong: each is caught and its
+# cause named.
+
+
+def ch14_previous_over_t(weights):
+    """The weights on the previous token summed, then divided by B · T."""
+    batch, _, n_tokens, _ = weights.shape
+    return ch14_diagonal(weights, -1).sum(axis=(0, 2)) / (batch * n_tokens)
+
+
+def ch14_previous_masked_mean(weights):
+    below = np.eye(weights.shape[-1], k=-1)  # (T, T): 1 on the previous token
+    return (weights * below).mean(axis=(0, 2, 3))
+
+
+def ch14_previous_largest(weights):
+    n_tokens = weights.shape[-1]
+    largest = weights[:, :, 1:].argmax(axis=-1)  # (B, H, T − 1)
+    return (largest == np.arange(n_tokens - 1)).mean(axis=(0, 2))
+
+
+def ch14_prefix_over_2n(weights, half_length):
+    return ch14_prefix_matching_score(weights, half_length) / 2
+
+
+def ch14_prefix_default_axes(weights, half_length):
+    """np.diagonal over its default axes, batch and head: an empty diagonal here, whose mean
+    NumPy only warns about outside the tests (pytest turns the warning into an error)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.diagonal(weights, offset=1 - half_length)[..., 1:].mean(axis=(0, 2))
+
+
+def ch14_prefix_largest(weights, half_length):
+    queries = np.arange(half_length, 2 * half_length)
+    largest = weights[:, :, queries].argmax(axis=-1)  # (B, H, n)
+    return (largest == queries - half_length + 1).mean(axis=(0, 2))
+
+
+def ch14_prefix_masked(weights, half_length):
+    n_tokens = 2 * half_length
+    mask = np.zeros((n_tokens, n_tokens))
+    queries = np.arange(half_length, n_tokens)
+    mask[queries, queries - half_length + 1] = 1.0
+    return (weights * mask).sum(axis=(2, 3)).mean(axis=0) / half_length
+
+
+def ch14_half_losses_reduced(reduce):
+    """The losses of each half reduced by ``reduce(losses of one half, (B, n − 1))``."""
+
+    def half_losses(logits, tokens):
+        n = tokens.shape[1] // 2
+        losses = ch14_token_losses(logits, tokens[:, 1:])
+        return reduce(losses[:, : n - 1]), reduce(losses[:, n:])
+
+    return half_losses
+
+
+def ch14_half_losses_entropy(logits, tokens):
+    n = tokens.shape[1] // 2
+    log_probs = ch14_log_softmax(logits)
+    entropy = -(np.exp(log_probs) * log_probs).sum(axis=-1) / np.log(2)  # (B, 2n − 1)
+    return entropy[:, : n - 1].mean(), entropy[:, n:].mean()
+
+
+def ch14_half_losses_of_mean_probability(logits, tokens):
+    n = tokens.shape[1] // 2
+    probabilities = 2.0 ** -ch14_token_losses(logits, tokens[:, 1:])  # (B, 2n − 1)
+    return -np.log2(probabilities[:, : n - 1].mean()), -np.log2(probabilities[:, n:].mean())
+
+
+def ch14_half_losses_with_masks(logits, tokens):
+    n = tokens.shape[1] // 2
+    losses = ch14_token_losses(logits, tokens[:, 1:])  # (B, 2n − 1)
+    predicted = np.arange(1, 2 * n)  # the token each loss predicts
+    first, repeated = predicted < n, predicted > n
+    return losses[:, first].mean(), losses[:, repeated].mean()
+
+
+def ch14_real_eigenvalues_only(circuit, eigenvalues):
+    real = eigenvalues[np.abs(eigenvalues.imag) < 1e-9].real
+    return real.sum() / np.abs(real).sum()
+
+
+@pytest.mark.parametrize(
+    ("name", "answer", "fragments"),
+    [
+        (
+            "check_previous_token_score",
+            ch14_previous_over_t,
+            ["the mean is over all T = 5 queries", "divided by T"],
+        ),
+        (
+            "check_previous_token_score",
+            lambda w: np.diagonal(w, offset=-1).mean(axis=(0, 2)),
+            ["returned shape (5,), one number per position", "axis1=-2, axis2=-1"],
+        ),
+        ("check_previous_token_score", ch14_previous_masked_mean, ["over all T × T = 25 entries"]),
+        (
+            "check_previous_token_score",
+            ch14_previous_largest,
+            ["how often key i − 1 gets the LARGEST weight"],
+        ),
+        (
+            "check_previous_token_score",
+            lambda w: w.diagonal(offset=-1, axis1=-1, axis2=-2).mean(axis=(0, 2)),
+            ["it is 0 for every head", "the NEXT token"],
+        ),
+        (
+            "check_prefix_matching_score",
+            ch14_prefix_over_2n,
+            ["the mean is over all 2n = 8 queries"],
+        ),
+        (
+            "check_prefix_matching_score",
+            ch14_prefix_largest,
+            ["how often key i − n + 1 gets the LARGEST weight"],
+        ),
+        (
+            "check_prefix_matching_score",
+            ch14_prefix_default_axes,
+            ["returned shape (8,), one number per position (T = 8)", "axis1=-2"],
+        ),
+        (
+            "check_prefix_matching_score",
+            ch14_prefix_matching_with(offset=lambda n: n - 1, queries=slice(None)),
+            ["it is 0 for every head", "keys AFTER their queries"],
+        ),
+        (
+            "check_half_losses",
+            ch14_half_losses_reduced(lambda losses: losses.sum(axis=1).mean()),
+            ["tokens of shape (3, 10)): each half is a SUM over its n − 1 = 4 predictions"],
+        ),
+        (
+            "check_half_losses",
+            ch14_half_losses_reduced(lambda losses: losses.sum()),
+            ["each half is a SUM over its n − 1 = 4 predictions and the 3 sequences"],
+        ),
+        ("check_half_losses", ch14_half_losses_entropy, ["this is the ENTROPY of each prediction"]),
+        (
+            "check_half_losses",
+            ch14_half_losses_of_mean_probability,
+            ["the first half is minus the log of the MEAN probability"],
+        ),
+        (
+            "check_half_losses",
+            ch14_half_losses_with(repeated=lambda n: slice(n, -1)),
+            ["the repeated half leaves out the prediction of the last token, 2n − 1 = 9"],
+        ),
+        (
+            "check_half_losses",
+            ch14_half_losses_with(first=lambda n: slice(0, n - 2)),
+            ["the first half leaves out the prediction of token n − 1 = 4"],
+        ),
+        (
+            "check_half_losses",
+            lambda logits, tokens: (
+                ch14_half_losses(logits, tokens)[0],
+                ch14_half_losses_reduced(lambda losses: losses.sum(axis=1).mean())(logits, tokens)[
+                    1
+                ],
+            ),
+            ["the repeated half is a SUM over its predictions per sequence"],
+        ),
+        (
+            "check_copying_score",
+            ch14_copying_with(ch14_real_eigenvalues_only),
+            ["w_u of shape (6, 9)): only the REAL eigenvalues were counted"],
+        ),
+        (
+            "check_copying_score",
+            ch14_copying_with(lambda c, ev: np.trace(c) / np.abs(c).sum()),
+            ["the trace divided by the sum of |entries| of the whole circuit"],
+        ),
+        (
+            "check_copying_score",
+            ch14_copying_with(lambda c, ev: np.abs(ev.sum()) / np.abs(ev).sum()),
+            ["the numerator is |Σ λ|, which is never negative"],
+        ),
+        (
+            "check_copying_score",
+            ch14_copying_with(lambda c, ev: ev.sum().real / np.abs(ev).max()),
+            ["the denominator is the largest |λ| only"],
+        ),
+    ],
+)
+def test_ch14_checkers_name_more_mistakes(name, answer, fragments):
+    assert_ch14_mistake(getattr(exercises, name)(answer), *fragments)
+
+
+@pytest.mark.parametrize(
+    ("name", "answer"),
+    [
+        (  # the main diagonal of the block of queries 1 … and keys … T − 2
+            "check_previous_token_score",
+            lambda w: ch14_diagonal(w[:, :, 1:, :-1], 0).mean(axis=(0, 2)),
+        ),
+        (
+            "check_previous_token_score",
+            lambda w: (
+                np.einsum("bhij,ij->h", w, np.eye(w.shape[-1], k=-1))
+                / (w.shape[0] * (w.shape[-1] - 1))
+            ),
+        ),
+        ("check_prefix_matching_score", ch14_prefix_masked),
+        ("check_half_losses", ch14_half_losses_with_masks),
+        (
+            "check_half_losses",
+            ch14_half_losses_with(
+                base=2.0, log_softmax=lambda x: x - np.logaddexp.reduce(x, -1)[..., None]
+            ),
+        ),
+        (  # the same ratio, as a ratio of means
+            "check_copying_score",
+            ch14_copying_with(lambda c, ev: ev.real.mean() / np.abs(ev).mean()),
+        ),
+        (  # the transposed circuit has the same eigenvalues
+            "check_copying_score",
+            lambda w_e, w_v, w_o, w_u: ch14_copying_score(w_u.T, w_o.T, w_v.T, w_e.T),
+        ),
+    ],
+)
+def test_ch14_checkers_accept_more_correct_answers(name, answer):
+    feedback = getattr(exercises, name)(answer)
+    assert feedback.passed, feedback.message
 
 
 # Every checker of the chapter with a correct answer: test_exercises_registry.py runs them.
