@@ -406,6 +406,17 @@ def check_merge_softmax_states(merge_states: Callable[..., Any]) -> kit.Feedback
                 f"{what}: the rescaling factor is upside down. It is exp(m_old − m_new) ≤ 1: "
                 "the old exponentials were measured from a smaller maximum and must shrink"
             )
+        for label, state in (("state_a", state_a), ("state_b", state_b)):
+            if all(kit.equal(part, given) for part, given in zip(result, state, strict=True)):
+                raise kit.Mistake(
+                    f"{what} returned {label} as it was: the merged state describes the keys "
+                    "of both states, so both must go into it"
+                )
+        if kind != "empty" and np.allclose(m, state_a[0] + state_b[0]):
+            raise kit.Mistake(
+                f"{what} returned m = m_a + m_b: m is the largest score of the keys of both "
+                "states, max(m_a, m_b)"
+            )
         raise kit.Mistake(
             f"{what} describes different keys: m + log l is {np.round(log_total, 6)}, expected "
             f"{np.round(true_log_total, 6)} (the log of Σ exp(s_j) over both blocks)"

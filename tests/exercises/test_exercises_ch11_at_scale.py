@@ -268,7 +268,8 @@ def ch11_merge_nan_for_empty(state_a, state_b):
         (ch11_merge_normalised, ["already divided by l"]),
         (ch11_merge_against_b, ["scores around 1000", "overflowed", "LARGER maximum"]),
         (ch11_merge_nan_for_empty, ["empty starting state", "exp(−inf)"]),
-        (lambda a, b: a, ["describes different keys"]),
+        (lambda a, b: a, ["returned state_a as it was"]),
+        (lambda a, b: (a[0], a[1] * 0.5, a[2]), ["describes different keys"]),
         (lambda a, b: (a[0], a[1]), ["three arrays"]),
         (lambda a, b: (a[0][:2], a[1], a[2]), ["shapes (2,)"]),
     ],
@@ -495,10 +496,8 @@ def ch11_merge_swapped_factors(state_a, state_b):
             ["for two empty states", "returned NaN", "exp(m_a − m) = exp(−inf + inf)"],
         ),
         (ch11_merge_swapped_factors, ["l is right but acc is not"]),
-        (
-            lambda a, b: (a[0] + b[0], *ch11_merge_states(a, b)[1:]),
-            ["describes different keys"],
-        ),
+        (lambda a, b: (a[0] + b[0], *ch11_merge_states(a, b)[1:]), ["m = m_a + m_b"]),
+        (lambda a, b: b, ["returned state_b as it was"]),
         (
             lambda a, b: (
                 (*ch11_merge_states(a, b)[:2], np.ones_like(a[2]))
@@ -627,7 +626,10 @@ def ch11_after_asarray(answer):
             ch11_blocked_with(last_block=False, output=lambda shape: np.full(shape, np.nan)),
             ["the rows of the last, shorter block (6 … 6)"],
         ),
-        (ch11_blocked_with(last_key_block=False), ["the last, shorter block"]),
+        (
+            ch11_blocked_with(last_key_block=False),
+            ["T = 6 is shorter than block_size = 8", "end each block at T"],
+        ),
         (ch11_row_by_row, ["the result is right", "does not work block by block"]),
         (ch11_strip_per_query_block, ["the result is right", "more than one 8 × 8 tile"]),
         (ch11_after_asarray(ch11_direct_causal), ["16,384 multiplications", "36 are needed"]),
