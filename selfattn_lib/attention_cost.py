@@ -74,7 +74,8 @@ def attention_flops(t_q: int, t_k: int, d_k: int, d_v: int) -> int:
 def tile_working_bytes(
     block_q: int, block_k: int, d_k: int, d_v: int, bytes_per_number: int
 ) -> dict[str, int]:
-    """The memory one step of blocked attention (online softmax) works in, part by part.
+    """The memory one step of blocked attention (online softmax) works in, part by part,
+    when the queries are cut into blocks too, as in FlashAttention.
 
     One step holds a block of ``block_q`` queries, a block of ``block_k`` keys and values,
     their ``block_q × block_k`` tile of scores, the running maximum and sum of each query

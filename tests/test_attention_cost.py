@@ -43,6 +43,27 @@ def test_longest_sequence_of_an_80_gb_accelerator():
     assert longest_sequence(2 * 80 * 10**9, 8, 32, 2) == math.isqrt(2 * 12500**2)
 
 
+def test_longest_sequence_rounds_down_where_rounding_to_the_nearest_would_not_fit():
+    # √9950 = 99.75: round() gives 100, whose 10,000 bytes do not fit (chapter 11's checker)
+    assert longest_sequence(9950, 1, 1, 1) == 99 != round(math.sqrt(9950))
+    assert longest_sequence(1000, 1, 1, 1) == 31  # √1000 = 31.6
+
+
+def test_pytorchs_flop_counter_counts_matrix_products_only():
+    """Chapter 11's claim, measured with PyTorch 2.13.0: FlopCounterMode counts the matrix
+    products and nothing of the softmax, the scaling or other element-wise work."""
+    torch = pytest.importorskip("torch")
+    from torch.utils.flop_counter import FlopCounterMode
+
+    scores, values = torch.randn(30, 30), torch.randn(30, 4)
+    with FlopCounterMode(display=False) as element_wise:
+        (scores / 2).softmax(dim=-1).exp() + 1
+    with FlopCounterMode(display=False) as product:
+        scores @ values
+    assert element_wise.get_total_flops() == 0
+    assert product.get_total_flops() == 2 * 30 * 30 * 4
+
+
 def test_attention_flops_equal_pytorchs_count():
     torch = pytest.importorskip("torch")
     from torch.nn.attention import SDPBackend, sdpa_kernel

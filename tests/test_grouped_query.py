@@ -275,6 +275,14 @@ def test_kv_cache_bytes_of_published_models():
     assert kv_cache_bytes(2, 4, 16, 0) == 0
 
 
+def test_mistral_7b_v01_holds_half_a_gib_at_8k_tokens_in_its_rolling_buffer():
+    # Chapter 13's table: Jiang et al. 2023's model keeps the last W = 4096 positions, so at
+    # 8,192 tokens it holds 0.5 GiB; without the window it would hold 1 GiB.
+    window, n_tokens = 4096, 8192
+    assert kv_cache_bytes(32, 8, 128, min(window, n_tokens)) == 2**30 // 2
+    assert kv_cache_bytes(32, 8, 128, n_tokens) == 2**30
+
+
 @pytest.mark.parametrize(
     "kwargs, error, message",
     [

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import functools
+import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -41,6 +44,7 @@ def check_longest_sequence(longest_sequence: Callable[..., Any]) -> kit.Feedback
         (10**9, 4, 8, 4),
         (24 * 2**30, 2, 16, 2),
         (1000, 1, 1, 8),  # 125 float64 numbers: T = 11
+        (9950, 1, 1, 1),  # √9950 = 99.75: rounded to the nearest, 100 would not fit
     )
 
     def needed(t: int, batch: int, heads: int, size: int) -> int:
@@ -55,6 +59,7 @@ def check_longest_sequence(longest_sequence: Callable[..., Any]) -> kit.Feedback
             )
             if got == expected:
                 continue
+            root = math.sqrt(memory / (batch * heads * size))
             hints = [
                 (
                     math.isqrt(memory // (batch * heads)),
@@ -73,8 +78,24 @@ def check_longest_sequence(longest_sequence: Callable[..., Any]) -> kit.Feedback
                     "that is the number of scores that fit, T²; T is its square root",
                 ),
                 (
-                    math.ceil(math.sqrt(memory / (batch * heads * size))),
+                    round(root),
+                    f"you rounded to the nearest whole number, {root:.2f} to the one above, and "
+                    "that matrix no longer fits: round down (math.isqrt)",
+                ),
+                (
+                    math.ceil(root),
                     "you rounded up, so the matrix no longer fits: round down (math.isqrt)",
+                ),
+                (
+                    math.isqrt(int(memory / batch * heads * size)),
+                    "Python reads memory / batch * heads * bytes as ((memory / batch) · heads) "
+                    "· bytes, dividing by batch alone: put the product in parentheses, "
+                    "memory / (batch * heads * bytes)",
+                ),
+                (
+                    math.isqrt(memory // (batch * heads * size * 8)),
+                    "bytes_per_number already counts bytes (2 for float16): multiplying by 8 "
+                    "counts bits, and memory_bytes is in bytes",
                 ),
             ]
             kit.match_known_mistakes(
@@ -118,6 +139,50 @@ def _ch11_cache_result(result: Any, what: str) -> tuple[Any, Any, Any]:
     return tuple(result)
 
 
+def _ch11_cache_mistakes(
+    q_new: np.ndarray,
+    k_new: np.ndarray,
+    v_new: np.ndarray,
+    k_cache: np.ndarray,
+    v_cache: np.ndarray,
+) -> list[tuple[np.ndarray, str]]:
+    """The outputs of the usual slips of one cached step, with what went wrong."""
+    keys = np.concatenate([k_cache, k_new], axis=1)  # (B, t + 1, D_k)
+    values = np.concatenate([v_cache, v_new], axis=1)  # (B, t + 1, D_v)
+    d_k, d_v, n_keys = q_new.shape[-1], v_new.shape[-1], keys.shape[1]
+    scores = q_new @ np.swapaxes(keys, 1, 2) / np.sqrt(d_k)  # (B, 1, t + 1)
+    exponentials = np.exp(scores - scores.max(axis=-1, keepdims=True))  # (B, 1, t + 1)
+    mistakes = [
+        (
+            _attention(q_new, k_cache, v_cache) if k_cache.shape[1] else v_new * np.nan,
+            f"the new query attended only to the {n_keys - 1} cached keys. Append the new key "
+            "and value first: a token may attend to itself (the diagonal of the causal mask)",
+        ),
+        (_attention(q_new, keys, values, scale=1.0), "the scores are not divided by √D_k"),
+        (
+            _attention(q_new, keys, values, scale=1 / np.sqrt(d_v)),
+            f"the scores are divided by √D_v = √{d_v}: the scale is √D_k = √{d_k}, from the "
+            "dimension of the queries and keys that the dot product sums over",
+        ),
+        (
+            values.sum(axis=1, keepdims=True),
+            f"every key got the weight 1: the softmax ran over an axis of size 1 (the single "
+            f"query). Normalise over the {n_keys} keys, the last axis of the (B, 1, t + 1) scores",
+        ),
+        (
+            v_cache[:, :1] if k_cache.shape[1] else v_new,
+            "only the first key was attended: a causal mask built for the (1, t + 1) scores "
+            "(np.tril) hides every key after the first. The caches hold only the past and the "
+            "present, so no mask is needed",
+        ),
+        (
+            exponentials @ values,
+            "the weights do not sum to one: divide the exponentials by their sum over the keys",
+        ),
+    ]
+    return [(wrong, explanation) for wrong, explanation in mistakes if np.isfinite(wrong).all()]
+
+
 def check_attend_with_cache(attend_with_cache: Callable[..., Any]) -> kit.Feedback:
     """Check one decoding step with a key/value cache (chapter 11, exercise 2).
 
@@ -148,9 +213,10 @@ def check_attend_with_cache(attend_with_cache: Callable[..., Any]) -> kit.Feedba
     k = rng.normal(size=(batch, n_tokens, d_k))
     v = rng.normal(size=(batch, n_tokens, d_v))
 
-    def step(t: int) -> None:
-        what = f"{name}(step {t}: a cache of {t} tokens)"
-        new = (q[:, t : t + 1], k[:, t : t + 1], v[:, t : t + 1])
+    def step(t: int, scale: float = 1.0) -> None:
+        what = f"{name}(step {t}: a cache of {t} tokens"
+        what += ", scores around 1000)" if scale != 1.0 else ")"
+        new = (q[:, t : t + 1] * scale, k[:, t : t + 1], v[:, t : t + 1])
         old_k, old_v = k[:, :t], v[:, :t]
         result = kit.call_quietly(
             attend_with_cache, *(a.copy() for a in new), old_k.copy(), old_v.copy()
@@ -162,18 +228,18 @@ def check_attend_with_cache(attend_with_cache: Callable[..., Any]) -> kit.Feedba
                 f"{what} returned an output of shape {(batch, d_v)}: keep the query axis of "
                 f"size 1, shape (B, 1, D_v) = {expected.shape}"
             )
+        kit.explain_non_finite(
+            output,
+            expected,
+            f"{what}, the output,",
+            "These scores reach about 1000, and e^1000 overflows: subtract each row's "
+            "largest score before the exponential (chapter 2's stable softmax)",
+        )
         got = kit.as_result_array(output, expected, f"{what}, the output,")
-        if not np.allclose(got, expected, atol=1e-10):
-            if t > 0 and np.allclose(got, _attention(new[0], old_k, old_v), atol=1e-10):
-                raise kit.Mistake(
-                    f"{what}: the new query attended only to the {t} cached keys. Append the "
-                    "new key and value first: a token may attend to itself (the diagonal of "
-                    "the causal mask)"
-                )
-            unscaled = _attention(q[:, t : t + 1], k[:, : t + 1], v[:, : t + 1], scale=1.0)
-            if np.allclose(got, unscaled, atol=1e-10):
-                raise kit.Mistake(f"{what}: the scores are not divided by √D_k")
-            kit.assert_close(got, expected, f"{what}, the output,", atol=1e-10)
+        if not kit.match_known_mistakes(
+            got, expected, _ch11_cache_mistakes(*new, old_k, old_v), what
+        ):
+            kit.assert_close(got, expected, f"{what}, the output,")
         for cache, full, label in ((k_cache, k, "k_cache"), (v_cache, v, "v_cache")):
             expected_cache = full[:, : t + 1]
             shape = np.shape(cache) if cache is not None else None
@@ -189,18 +255,21 @@ def check_attend_with_cache(attend_with_cache: Callable[..., Any]) -> kit.Feedba
                     "(np.concatenate([cache, new], axis=1))"
                 )
             got_cache = kit.as_result_array(cache, expected_cache, f"{what}, {label},")
-            if t > 0 and np.allclose(got_cache, np.roll(expected_cache, 1, axis=1)):
+            if t > 0 and kit.equal(got_cache, np.roll(expected_cache, 1, axis=1)):
                 raise kit.Mistake(
                     f"{what} put the new entry at the FRONT of {label}. The output does not "
                     "notice (attention ignores the order of keys), but position t of the cache "
                     "must hold token t, e.g. for the mask of a padded batch: append at the end"
                 )
-            kit.assert_close(got_cache, expected_cache, f"{what}, {label},", atol=1e-12)
+            kit.assert_close(got_cache, expected_cache, f"{what}, {label},")
 
     def checks() -> str:
         step(2)  # a cache of two tokens first: the clearest case
         for t in range(n_tokens):  # then a whole generation, from an empty cache
             step(t)
+        # The same step with a query 1000 / (its largest score) times as long: scores of 1000.
+        largest = np.abs(q[:, 3:4] @ np.swapaxes(k[:, :4], 1, 2)).max() / np.sqrt(d_k)
+        step(3, scale=1000.0 / largest)
         kit.require_own_code(
             attend_with_cache,
             (q[:, 2:3], k[:, 2:3], v[:, 2:3], k[:, :2], v[:, :2]),
@@ -249,18 +318,17 @@ def check_merge_softmax_states(merge_states: Callable[..., Any]) -> kit.Feedback
         ("the second block has larger scores", scores_a, scores_b + 3.0, "normal"),
         ("scores around 1000 in the first block", scores_a * 5 + 1000.0, scores_b, "large"),
         ("the empty starting state and a first block", None, scores_b, "empty"),
+        # Split-K under a causal mask: a query may have no visible key in either set.
+        ("two empty states (queries that saw no key in either set)", None, None, "both empty"),
     ]
 
     def empty_state() -> tuple[np.ndarray, ...]:
         return np.full(t_q, -np.inf), np.zeros(t_q), np.zeros((t_q, d_v))
 
-    def check_one(label: str, sa: np.ndarray | None, sb: np.ndarray, kind: str) -> None:
+    def check_one(label: str, sa: np.ndarray | None, sb: np.ndarray | None, kind: str) -> None:
         what = f"{name}(state_a, state_b) for {label}"
         state_a = empty_state() if sa is None else online_softmax.softmax_state(sa, values_a)
-        state_b = online_softmax.softmax_state(sb, values_b)
-        all_scores = sb if sa is None else np.concatenate([sa, sb], axis=-1)
-        all_values = values_b if sa is None else np.concatenate([values_a, values_b])
-        true_m, true_l, true_acc = online_softmax.softmax_state(all_scores, all_values)
+        state_b = empty_state() if sb is None else online_softmax.softmax_state(sb, values_b)
         result = kit.call_quietly(
             merge_states, tuple(a.copy() for a in state_a), tuple(a.copy() for a in state_b)
         )
@@ -276,6 +344,24 @@ def check_merge_softmax_states(merge_states: Callable[..., Any]) -> kit.Feedback
                 f"{what} returned shapes {m.shape}, {l_sum.shape}, {acc.shape}; a state has "
                 f"m and l of shape (T_q,) = {(t_q,)} and acc of shape (T_q, D_v) = {(t_q, d_v)}"
             )
+        if kind == "both empty":
+            if np.isnan(m).any() or np.isnan(l_sum).any() or np.isnan(acc).any():
+                raise kit.Mistake(
+                    f"{what} returned NaN. With m_a = m_b = −inf, m = max(m_a, m_b) is −inf too, "
+                    "and exp(m_a − m) = exp(−inf + inf) is NaN. Such a factor multiplies l = 0 "
+                    "and acc = 0: make it 0 where the state's maximum is −inf (for example with "
+                    "np.where), so that two empty states merge into the empty state"
+                )
+            if ((l_sum != 0) & np.isfinite(m)).any() or (acc != 0).any():
+                raise kit.Mistake(
+                    f"{what} returned m = {m}, l = {np.round(l_sum, 6)}: two states of no keys "
+                    "merge into the state of no keys, whose softmax denominator e^m · l is 0 "
+                    "(l = 0, or m = −inf) and whose acc is 0"
+                )
+            return
+        all_scores = sb if sa is None else np.concatenate([sa, sb], axis=-1)
+        all_values = values_b if sa is None else np.concatenate([values_a, values_b])
+        true_m, true_l, true_acc = online_softmax.softmax_state(all_scores, all_values)
         if not (np.isfinite(m).all() and np.isfinite(l_sum).all() and np.isfinite(acc).all()):
             if kind == "empty":
                 raise kit.Mistake(
@@ -320,6 +406,17 @@ def check_merge_softmax_states(merge_states: Callable[..., Any]) -> kit.Feedback
                 f"{what}: the rescaling factor is upside down. It is exp(m_old − m_new) ≤ 1: "
                 "the old exponentials were measured from a smaller maximum and must shrink"
             )
+        for label, state in (("state_a", state_a), ("state_b", state_b)):
+            if all(kit.equal(part, given) for part, given in zip(result, state, strict=True)):
+                raise kit.Mistake(
+                    f"{what} returned {label} as it was: the merged state describes the keys "
+                    "of both states, so both must go into it"
+                )
+        if kind != "empty" and np.allclose(m, state_a[0] + state_b[0]):
+            raise kit.Mistake(
+                f"{what} returned m = m_a + m_b: m is the largest score of the keys of both "
+                "states, max(m_a, m_b)"
+            )
         raise kit.Mistake(
             f"{what} describes different keys: m + log l is {np.round(log_total, 6)}, expected "
             f"{np.round(true_log_total, 6)} (the log of Σ exp(s_j) over both blocks)"
@@ -346,12 +443,225 @@ def check_merge_softmax_states(merge_states: Callable[..., Any]) -> kit.Feedback
     return kit.run_checks(checks)
 
 
+#: NumPy's functions that turn an array into a new, plain one: while the learner's function runs
+#: they return counted keys for counted keys, so that converting the keys hides no product.
+_CH11_CONVERSIONS = (
+    "array",
+    "asarray",
+    "ascontiguousarray",
+    "asfortranarray",
+    "asarray_chkfinite",
+    "copy",
+)
+
+
+class _Ch11Tally(list):
+    """The counter of a :class:`kit.CountedArray`, ``[total]``, that also keeps the largest
+    single product (the multiplications behind one matrix product or one ``*``)."""
+
+    largest = 0
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        self.largest = max(self.largest, value - self[index])
+        super().__setitem__(index, value)
+
+
+@contextlib.contextmanager
+def _ch11_conversions_keep_counting() -> Iterator[None]:
+    """While active, ``np.asarray(k)``, ``np.array(k, dtype=…)``, ``np.copy(k)`` … of counted
+    keys return counted keys (the kit's own conversions, which drop the counting on purpose,
+    are left as they are)."""
+    originals = {name: getattr(np, name) for name in _CH11_CONVERSIONS}
+
+    def following(convert: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(convert)
+        def converted(a: Any, *args: Any, **kwargs: Any) -> Any:
+            result = convert(a, *args, **kwargs)
+            from_kit = sys._getframe(1).f_globals.get("__name__") == kit.__name__
+            if isinstance(a, kit.CountedArray) and not from_kit and type(result) is np.ndarray:
+                result = result.view(kit.CountedArray)
+                result.counter, result.depth = a.counter, a.depth
+            return result
+
+        return converted
+
+    for name, convert in originals.items():
+        setattr(np, name, following(convert))
+    try:
+        yield
+    finally:
+        for name, convert in originals.items():
+            setattr(np, name, convert)
+
+
+def _ch11_key_products(
+    function: Callable[..., Any], args: tuple[Any, ...], depth: int
+) -> _Ch11Tally:
+    """The multiplications ``function(q, k, v, block_size)`` makes with its keys ``k``
+    (:class:`kit.CountedArray`, followed through NumPy's conversions): ``tally[0]`` is their
+    total and ``tally.largest`` the largest single product."""
+    tally = _Ch11Tally([0])
+    keys = np.array(args[1], dtype=np.float64).view(kit.CountedArray)
+    keys.counter, keys.depth = tally, depth
+    given = [arg.copy() if isinstance(arg, np.ndarray) else arg for arg in args]
+    given[1] = keys
+    with _ch11_conversions_keep_counting():
+        kit.call_quietly(function, *given)
+    return tally
+
+
+def _ch11_causal(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, diagonal: int = 0, scale: float | None = None
+) -> np.ndarray:
+    """Attention in which query ``i`` sees the keys ``j ≤ i + diagonal``."""
+    allowed = np.tril(np.ones((len(q), len(k)), dtype=bool), k=diagonal)  # (T, T)
+    return attention.scaled_dot_product_attention(q, k, v, mask=allowed, scale=scale)[0]
+
+
+def _ch11_blocked_slip(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, block_size: int, slip: str
+) -> np.ndarray:
+    """Causal attention tile by tile with one slip: ``"stale acc"``, ``"stale sum"`` or
+    ``"stale both"`` (not rescaled when the running maximum grows), ``"own max"`` (each tile's
+    exponentials from its own maximum, added as they are), ``"tile mask"`` (every tile masked
+    by ``np.tril`` in its own coordinates), ``"no diagonal"`` (only the key blocks before the
+    query block: the first block's rows are NaN) or ``"unnormalised"`` (acc not divided by l)."""
+    n_tokens = len(q)
+    output = np.zeros((n_tokens, v.shape[-1]))  # (T, D_v)
+    for q_start in range(0, n_tokens, block_size):
+        rows = np.arange(q_start, min(q_start + block_size, n_tokens))  # (b_q,)
+        m, total = np.full(rows.size, -np.inf), np.zeros(rows.size)  # (b_q,) each
+        acc = np.zeros((rows.size, v.shape[-1]))  # (b_q, D_v)
+        last_key = q_start if slip == "no diagonal" else rows[-1] + 1
+        for k_start in range(0, last_key, block_size):
+            cols = np.arange(k_start, min(k_start + block_size, n_tokens))  # (b_k,)
+            scores = q[rows] @ k[cols].T / np.sqrt(q.shape[-1])  # (b_q, b_k)
+            visible = cols[None, :] <= rows[:, None]  # (b_q, b_k)
+            if slip == "tile mask":
+                visible = np.tril(np.ones(scores.shape, dtype=bool))  # (b_q, b_k)
+            scores = np.where(visible, scores, -np.inf)
+            m_new = scores.max(axis=-1) if slip == "own max" else np.maximum(m, scores.max(-1))
+            weights = np.exp(scores - m_new[:, None])  # (b_q, b_k)
+            factor = np.exp(m - m_new)  # (b_q,)
+            total = total * (factor if slip not in ("stale sum", "stale both", "own max") else 1)
+            acc = acc * (
+                factor[:, None] if slip not in ("stale acc", "stale both", "own max") else 1
+            )
+            total, acc, m = total + weights.sum(axis=-1), acc + weights @ v[cols], m_new
+        output[rows] = acc if slip == "unnormalised" else acc / total[:, None]
+    return output
+
+
+_CH11_RESCALE = (
+    "when a tile raises the running maximum from m to m', the exponentials summed so far were "
+    "taken from m: multiply the running state by exp(m − m') before adding the tile"
+)
+
+
+def _ch11_blocked_mistakes(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, block_size: int
+) -> list[tuple[np.ndarray, str]]:
+    """The catalogue of finite wrong outputs of causal blocked attention."""
+    with np.errstate(all="ignore"):  # the slips may overflow where the scores are large
+        slips = {
+            slip: _ch11_blocked_slip(q, k, v, block_size, slip)
+            for slip in ("stale acc", "stale sum", "stale both", "own max", "tile mask")
+        }
+        unnormalised = _ch11_blocked_slip(q, k, v, block_size, "unnormalised")
+    return [
+        (
+            _attention(q, k, v),
+            "this equals attention WITHOUT the mask: hide every key j > i from query i (−inf "
+            "before the exponential, or skip it)",
+        ),
+        (
+            _ch11_causal(q[::-1], k[::-1], v[::-1])[::-1],
+            "each query saw the keys AFTER it: the mask is j ≤ i",
+        ),
+        (_ch11_causal(q, k, v, scale=1.0), "the scores are not divided by √D_k"),
+        (
+            slips["stale acc"],
+            f"the accumulator is not rescaled: {_CH11_RESCALE}, the accumulator as well as l",
+        ),
+        (slips["stale sum"], f"the running sum l is not rescaled: {_CH11_RESCALE}, l as well"),
+        (slips["stale both"], f"neither l nor the accumulator is rescaled: {_CH11_RESCALE}"),
+        (
+            slips["own max"],
+            "each tile's exponentials were taken from that tile's own maximum and added as they "
+            f"are, on different scales. Keep one running maximum per query; {_CH11_RESCALE}",
+        ),
+        (
+            slips["tile mask"],
+            "every tile was masked with np.tril in its own coordinates, as if it lay on the "
+            "diagonal. A tile below the diagonal holds only earlier keys and needs no mask; "
+            "compare the positions in the sequence, key j0 + c ≤ query i0 + r",
+        ),
+        (
+            unnormalised,
+            "the output is the accumulator, not divided by the running sum l: divide once, "
+            "after the query block's last tile",
+        ),
+    ]
+
+
+def _ch11_explain_blocked(
+    got: np.ndarray,
+    expected: np.ndarray,
+    arrays: tuple[np.ndarray, np.ndarray, np.ndarray],
+    block_size: int,
+    what: str,
+) -> None:
+    """Name the slip behind a wrong output of the expected shape, NaN or not."""
+    q, k, v = arrays
+    n_tokens = len(q)
+    if kit.equal(got, expected, atol=1e-6):
+        return
+    with np.errstate(all="ignore"):
+        no_diagonal = _ch11_blocked_slip(q, k, v, block_size, "no diagonal")
+    if n_tokens > block_size and kit.equal(got[block_size:], no_diagonal[block_size:]):
+        raise kit.Mistake(
+            f"{what} skipped the diagonal tiles, where a block of queries meets its own block "
+            "of keys. They hold each query's own key and the keys just before it (j0 < i1 "
+            "holds for j0 = i0), and the first block of queries sees no other key: compute "
+            "them, and mask inside them"
+        )
+    if kit.equal(got[1:], _ch11_causal(q, k, v, diagonal=-1)[1:]):
+        raise kit.Mistake(f"{what} hides the diagonal too: query i may attend key i itself (j ≤ i)")
+    if np.isfinite(got).all():
+        kit.match_known_mistakes(got, expected, _ch11_blocked_mistakes(q, k, v, block_size), what)
+    full = n_tokens // block_size * block_size  # the rows of the whole blocks
+    tail = got[full:]  # the rows of the last, shorter block
+    allowed = np.tril(np.ones((n_tokens, n_tokens), dtype=bool)) & (np.arange(n_tokens) < full)
+    keys_dropped = attention.scaled_dot_product_attention(q, k, v, mask=allowed)[0][full:]
+    dropped = (~np.isfinite(tail)).all() or not tail.any() or kit.equal(tail, keys_dropped)
+    if full < n_tokens and dropped and kit.equal(got[:full], expected[:full], atol=1e-6):
+        rows = (
+            f"the rows of the last, shorter block ({full} … {n_tokens - 1}) are wrong and the "
+            f"others right. T = {n_tokens} is not a multiple of block_size = {block_size}, so "
+            f"the last block of queries, and of keys, holds only {n_tokens - full}"
+            if full
+            else f"every row is wrong. T = {n_tokens} is shorter than block_size = "
+            f"{block_size}, so the one block of queries, and of keys, holds only {n_tokens}"
+        )
+        raise kit.Mistake(
+            f"{what}: {rows}: loop with range(0, T, block_size) and end each block at T"
+        )
+
+
 def check_causal_blocked_attention(causal_blocked_attention: Callable[..., Any]) -> kit.Feedback:
     """Check causal attention computed block by block with online softmax (ch. 11, ex. 4).
 
     Expected signature: ``causal_blocked_attention(q, k, v, block_size) -> output`` for one
     sequence, equal to ``softmax(Q Kᵀ / √D_k + causal mask) V`` (query ``i`` attends keys
-    ``j ≤ i``). ``T`` need not be a multiple of ``block_size``.
+    ``j ≤ i``). ``T`` need not be a multiple of ``block_size``. Written with NumPy only.
+
+    What is checked: the results (to 1e-6, so float32 passes), then the work, for ``T = 64``,
+    ``block_size = 8``: the multiplications made with ``k`` are counted (through its slices,
+    copies, ``np.asarray`` and ``np.array``). A right result that computes the tiles in the
+    future (``T · T · D_k`` multiplications, or more than 3/4 of them) is turned down, and so
+    is one that makes a product larger than one ``block_size × block_size`` tile, or that runs
+    as many lines of Python for ``block_size = 4`` as for one block of all ``T = 16``
+    queries (``block_size`` unused).
 
     Shapes
     ------
@@ -369,75 +679,93 @@ def check_causal_blocked_attention(causal_blocked_attention: Callable[..., Any])
     rng = np.random.default_rng(4)
     cases = ((7, 3), (8, 4), (5, 1), (6, 8), (9, 2))
 
-    def masked(q: np.ndarray, k: np.ndarray, v: np.ndarray, diagonal: int = 0) -> np.ndarray:
-        allowed = np.tril(np.ones((len(q), len(k)), dtype=bool), k=diagonal)  # (T, T)
-        return attention.scaled_dot_product_attention(q, k, v, mask=allowed)[0]
+    def check_one(n_tokens: int, block_size: int) -> None:
+        q = rng.normal(size=(n_tokens, 4)) * 3.0  # large scores: the running max matters
+        k = rng.normal(size=(n_tokens, 4)) * 3.0
+        v = rng.normal(size=(n_tokens, 3))
+        what = f"{name}(q, k, v, block_size={block_size}) with T = {n_tokens}"
+        expected = online_softmax.causal_blocked_attention(q, k, v, block_size)
+        result = kit.call_quietly(
+            causal_blocked_attention, q.copy(), k.copy(), v.copy(), block_size
+        )
+        values = kit.values_like(result, expected)
+        if values is not None:
+            _ch11_explain_blocked(values, expected, (q, k, v), block_size, what)
+        kit.explain_non_finite(
+            result,
+            expected,
+            what,
+            "A query whose keys in a tile are all masked has a tile maximum of −inf, and "
+            "exp(−inf − (−inf)) is NaN: skip the tiles that lie entirely in the future, or "
+            "compute the factors only where the maximum is finite",
+        )
+        got = kit.as_result_array(result, expected, what)
+        kit.assert_close(got, expected, what, atol=1e-6)
 
-    def checks() -> str:
-        for n_tokens, block_size in cases:
-            q = rng.normal(size=(n_tokens, 4)) * 3.0  # large scores: the running max matters
-            k = rng.normal(size=(n_tokens, 4)) * 3.0
-            v = rng.normal(size=(n_tokens, 3))
-            what = f"{name}(q, k, v, block_size={block_size}) with T = {n_tokens}"
-            expected = online_softmax.causal_blocked_attention(q, k, v, block_size)
-            result = kit.call_quietly(
-                causal_blocked_attention, q.copy(), k.copy(), v.copy(), block_size
-            )
-            kit.explain_non_finite(
-                result,
-                expected,
-                what,
-                "A query whose keys in a block are all masked has a block maximum of −inf, and "
-                "exp(−inf − (−inf)) is NaN: skip blocks that lie entirely in the future, or "
-                "compute the factors only where the maximum is finite",
-            )
-            got = kit.as_result_array(result, expected, what)
-            if np.allclose(got, expected, atol=1e-9):
-                continue
-            if np.allclose(got, _attention(q, k, v), atol=1e-9):
-                raise kit.Mistake(
-                    f"{what} equals attention WITHOUT the mask: hide every key j > i from "
-                    "query i (−inf before the exponential, or skip it)"
-                )
-            strict = masked(q, k, v, diagonal=-1)
-            if np.allclose(got[1:], strict[1:], atol=1e-9):
-                raise kit.Mistake(
-                    f"{what} hides the diagonal too: query i may attend key i itself (j ≤ i)"
-                )
-            if np.allclose(got[::-1], masked(q[::-1], k[::-1], v[::-1]), atol=1e-9):
-                raise kit.Mistake(
-                    f"{what} lets each query see the keys AFTER it: the mask is j ≤ i"
-                )
-            kit.assert_close(got, expected, what, atol=1e-9)
-        # The work, by behaviour: how many multiplications were made with the keys.
+    def check_work() -> None:
+        """The work, by behaviour: the multiplications made with the keys, the largest of them
+        at once, and whether the lines of Python run depend on block_size."""
         n_tokens, block_size, d_k = 64, 8, 4
         q, k, v = (rng.normal(size=(n_tokens, d)) for d in (d_k, d_k, 3))
-        counted = kit.multiplications_with(
-            causal_blocked_attention, (q, k, v, block_size), index=1, depth=d_k
-        )
-        every_pair = n_tokens * n_tokens * d_k
+        tally = _ch11_key_products(causal_blocked_attention, (q, k, v, block_size), d_k)
+        counted, every_pair = tally[0], n_tokens * n_tokens * d_k
+        visible = n_tokens * (n_tokens + 1) // 2 * d_k  # each query against keys 0 … i
+        right = f"the result is right, but {name}(q, k, v, block_size={block_size}) with T = "
+        right += f"{n_tokens}"
+        if counted < visible:
+            raise kit.Mistake(
+                f"{right} made {counted:,} multiplications with the keys that the checker could "
+                f"see, fewer than causal attention needs ({visible:,}, each query against the "
+                "keys up to itself). It counts the products made with k as it is given, its "
+                "slices and copies, np.asarray(k) and np.array(k), but not with Python lists "
+                "or numbers taken out of k: compute the tiles from k with NumPy products"
+            )
         n_blocks = n_tokens // block_size
         needed = n_blocks * (n_blocks + 1) // 2 * block_size**2 * d_k
         if counted > 0.75 * every_pair:
             raise kit.Mistake(
-                f"the result is right, but {name}(q, k, v, block_size={block_size}) with "
-                f"T = {n_tokens} made {counted:,} multiplications with the keys: "
-                f"T · T · D_k = {every_pair:,}, every query against every key. The tiles "
-                f"that lie entirely in the future need not be computed: {n_blocks} × "
-                f"{n_blocks} tiles, of which {n_blocks * (n_blocks + 1) // 2} are needed "
-                f"({needed:,} multiplications). Loop over the key blocks that start before "
-                "the query block ends"
+                f"{right} made {counted:,} multiplications with the keys: T · T · D_k = "
+                f"{every_pair:,}, every query against every key. The tiles that lie entirely in "
+                f"the future need not be computed: {n_blocks} × {n_blocks} tiles, of which "
+                f"{n_blocks * (n_blocks + 1) // 2} are needed ({needed:,} multiplications). "
+                "Loop over the key blocks that start before the query block ends"
             )
+        small = rng.normal(size=(16, d_k)), rng.normal(size=(16, d_k)), rng.normal(size=(16, 3))
+        one_block = kit.python_lines(causal_blocked_attention, *small, 16)
+        blocks = kit.python_lines(causal_blocked_attention, *small, 4)
+        if blocks <= one_block:
+            raise kit.Mistake(
+                f"the result is right, but {name} ran {one_block} lines of Python for T = 16 in "
+                f"one block (block_size = 16) and {blocks} in blocks of 4: it does not work "
+                "block by block. Loop over the blocks of queries and, inside, over the tiles of "
+                "keys up to the block's end, folding each into the running maximum, sum and "
+                "accumulator"
+            )
+        tile = block_size * block_size * d_k
+        if tally.largest > tile:
+            raise kit.Mistake(
+                f"{right} made a product of {tally.largest:,} multiplications with the keys at "
+                f"once, more than one {block_size} × {block_size} tile of scores "
+                f"(block_size² · D_k = {tile:,}): it scores many keys together instead of one "
+                "tile at a time. Fold each tile into the running maximum, sum and accumulator "
+                "(online softmax), then take the next"
+            )
+
+    def checks() -> str:
+        for case in cases:
+            check_one(*case)
+        q, k, v = (rng.normal(size=(6, d)) for d in (4, 4, 3))  # the sizes of the cases
         kit.require_own_code(
             causal_blocked_attention,
-            (q, k, v, block_size),
-            ("selfattn_lib.online_softmax.causal_blocked_attention",),
+            (q, k, v, 2),
+            (*kit.COURSE_LIBRARY, *kit.TORCH),
             name,
-            kit.WRITE_IT_YOURSELF,
+            "the exercise asks for NumPy only, without selfattn_lib or torch",
         )
+        check_work()
         return (
-            "Your causal blocked attention is right, block size by block size, and it skips "
-            "the tiles that lie entirely in the future: almost half of the work."
+            "Your causal blocked attention is right, tile by tile, and it skips the tiles that "
+            "lie entirely in the future: almost half of the work."
         )
 
     return kit.run_checks(checks)

@@ -57,6 +57,10 @@ def _ch13_rope_mistakes(x: np.ndarray, start: int) -> list[tuple[np.ndarray, str
     angles = positional.rope_angles(positions, d_head)  # (T, D_h / 2)
     cached = f"holds positions 0 … {start - 1} ({start} tokens)" if start else "is empty"
 
+    def omega(first: int, divisor: int) -> np.ndarray:
+        """(D_h / 2,) frequencies 10000^(-2i/divisor) for i = first, first + 1, …"""
+        return 10000.0 ** (-2 * np.arange(first, first + d_head // 2) / divisor)
+
     def half(at: np.ndarray, base: float = 10000.0) -> np.ndarray:
         return positional.apply_rope(x, at, layout="half", base=base)  # (T, D_h)
 
@@ -113,6 +117,21 @@ def _ch13_rope_mistakes(x: np.ndarray, start: int) -> list[tuple[np.ndarray, str
             "the pairs are right, but the angles are laid out for the interleaved layout "
             "(np.repeat gives θ_0, θ_0, θ_1, θ_1, …). Feature i and feature i + D_h/2 share "
             "θ_i: the D_h angles are the D_h/2 angles, then the same D_h/2 angles again",
+        ),
+        (
+            _ch13_rotate_halves(x, np.tile(positions[:, None] * omega(1, d_head), 2)),
+            "the frequencies start one pair late, at ω_1: the pairs are numbered i = 0 … "
+            "D_h/2 − 1, so the first pair turns by the position itself (ω_0 = 1)",
+        ),
+        (
+            _ch13_rotate_halves(x, np.tile(positions[:, None] * omega(0, d_head // 2), 2)),
+            "the exponent is 2i/(D_h/2): the frequencies fall twice as fast as they should. "
+            "The exponent divides by the whole D_h, ω_i = 10000^(-2i/D_h)",
+        ),
+        (
+            np.roll(half(positions), d_head // 2, axis=-1),
+            "the two halves of the result are swapped: the first half is x₁ cos θ − x₂ sin θ "
+            "and the second x₂ cos θ + x₁ sin θ, in the order of the features of x",
         ),
     ]
 
@@ -195,14 +214,16 @@ def _ch13_gqa(
     scale: float | None = None,
 ) -> np.ndarray:
     """Causal grouped-query attention, or one of its slips: ``heads="tile"`` gives query head
-    ``h`` the KV head ``h % H_kv``; ``mask`` is ``"causal"``, ``"none"`` or ``"upper"``."""
+    ``h`` the KV head ``h % H_kv``; ``mask`` is ``"causal"``, ``"none"``, ``"upper"`` or
+    ``"strict"`` (keys ``j < i``)."""
     n_rep = q.shape[0] // k.shape[0]
     if heads == "repeat":
         k, v = np.repeat(k, n_rep, axis=0), np.repeat(v, n_rep, axis=0)  # (H, T, D_h) each
     else:
         k, v = np.tile(k, (n_rep, 1, 1)), np.tile(v, (n_rep, 1, 1))  # (H, T, D_h) each
     causal = masks.causal_mask(q.shape[1])  # (T, T): keys j ≤ i
-    allowed = {"causal": causal, "none": None, "upper": causal.T}[mask]
+    strict = causal & ~np.eye(len(causal), dtype=bool)  # (T, T): keys j < i
+    allowed = {"causal": causal, "none": None, "upper": causal.T, "strict": strict}[mask]
     return attention.scaled_dot_product_attention(q, k, v, mask=allowed, scale=scale)[0]
 
 
@@ -230,6 +251,17 @@ def _ch13_gqa_mistakes(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> list[tupl
             f"h // n_rep: KV heads {grouped}",
         ),
         (_ch13_gqa(q, k, v, scale=1.0), "the scores are not divided by √D_h"),
+        (
+            _ch13_gqa(q, k, v, scale=1 / np.sqrt(n_heads * q.shape[-1])),
+            f"the scores are divided by √(H · D_h) = √{n_heads * q.shape[-1]}, the size of all "
+            f"heads together: each head scales by the dimension of its own queries and keys, "
+            f"√D_h = √{q.shape[-1]}",
+        ),
+        (
+            _ch13_gqa(q, k[:1], v[:1]) if n_kv_heads > 1 else q * np.nan,
+            "every query head read key/value head 0: query head h reads the KV head of its "
+            f"group, h // (H / H_kv), so the {n_kv_heads} KV heads are all used",
+        ),
         (
             _ch13_gqa(q, k, v, mask="none"),
             "this is attention WITHOUT the causal mask: query i may attend only keys j ≤ i "
@@ -311,6 +343,12 @@ def check_grouped_query_attention(grouped_query_attention: Callable[..., Any]) -
                 f"(H, T, D_h) = {expected.shape}"
             )
         values = kit.values_like(result, expected)
+        strict = _ch13_gqa(q, k, v, mask="strict")  # (H, T, T): row 0 has no key, output 0
+        if values is not None and kit.equal(values[:, 1:], strict[:, 1:], atol=1e-6):
+            raise kit.Mistake(
+                f"{what} hides the diagonal too: query i may attend keys j ≤ i, itself included "
+                "(query 0 would see no key at all)"
+            )
         if values is None:
             try:
                 shape = np.shape(kit.plain(result))
@@ -391,6 +429,12 @@ def _ch13_window_mistakes(n_tokens: int, window: int, n_sinks: int) -> list[tupl
             f"{n_sinks - 1}"
             if n_sinks
             else "key 0 stays visible as a sink, but n_sinks = 0: there is no sink at all",
+        ),
+        (
+            past & ((query - key < window - n_sinks) | sink),
+            f"the sinks were taken out of the window: each query sees the {n_sinks} sinks and "
+            f"only {max(window - n_sinks, 0)} recent key(s). The window is the query and the "
+            f"{window - 1} keys before it whatever the sinks; the sinks come on top",
         ),
         (
             ~right,
@@ -561,6 +605,10 @@ def _ch13_tiled_mistakes(
             "key block",
         ),
         (attention.scaled_dot_product_attention(q, k, v, scale=1.0)[0], no_scale),
+        (
+            attention.scaled_dot_product_attention(q, k, v, scale=1 / q.shape[-1])[0],
+            f"the scores are divided by D = {q.shape[-1]}, not by √D = {np.sqrt(q.shape[-1]):g}",
+        ),
     ]
     log_totals = [
         (
@@ -641,7 +689,9 @@ def check_tiled_attention(tiled_attention: Callable[..., Any]) -> kit.Feedback:
     arrays and Python objects). It must stay under half of a ``(block_size, T_k)`` strip of
     scores (1 MB; the whole score matrix is 16 MB, a tile 8 kB): building the score matrix,
     keeping all the tiles, or scoring a query block against all the keys at once is turned
-    down. The order of the loops and the block sizes your code really uses are not checked.
+    down. Last, for one block of 4 queries, the lines of Python the function runs must grow
+    from 8 keys to 32 (a loop over the blocks of keys): scoring each query against all the keys
+    at once is turned down. The order of the loops and the exact block sizes are not checked.
 
     Shapes
     ------
@@ -723,6 +773,28 @@ def check_tiled_attention(tiled_attention: Callable[..., Any]) -> kit.Feedback:
                 "and fold it into the running maximum, sum and accumulator, then let it go"
             )
 
+    def check_key_blocks() -> None:
+        """A loop over the blocks of keys, by behaviour: for one block of queries, the lines of
+        Python run grow with the number of key blocks."""
+        block_size, d = 4, 2
+        q = rng.normal(size=(block_size, d))  # one block of queries
+        few, many = 2 * block_size, 8 * block_size  # 2 and 8 blocks of keys
+        lines = {
+            t_k: kit.python_lines(
+                tiled_attention, q, rng.normal(size=(t_k, d)), rng.normal(size=(t_k, d)), block_size
+            )
+            for t_k in (few, many)
+        }
+        if lines[many] <= lines[few]:
+            raise kit.Mistake(
+                f"the results are right, but {name} ran {lines[few]} lines of Python for "
+                f"{block_size} queries against {few} keys and {lines[many]} against {many} keys, "
+                f"with block_size = {block_size}: it does not loop over blocks of keys, so each "
+                "query is scored against all the keys at once. Inside the loop over the blocks "
+                "of queries, loop over the blocks of keys, folding each tile into the running "
+                "maximum, sum and accumulator"
+            )
+
     def checks() -> str:
         for case in _CH13_TILED_CASES:
             check_one(*case)
@@ -735,10 +807,11 @@ def check_tiled_attention(tiled_attention: Callable[..., Any]) -> kit.Feedback:
             name,
             _NUMPY_ONLY,
         )
+        check_key_blocks()
         return (
-            "Your tiled forward pass is right, and it holds far less than a strip of scores "
-            "at once: memory that does not grow with T². On a GPU the tiles live in the fast "
-            "on-chip memory, and only q, k, v, the output and the logsumexp cross to main "
+            "Your tiled forward pass is right: tile by tile, it holds far less than a strip of "
+            "scores at once, memory that does not grow with T². On a GPU the tiles live in the "
+            "fast on-chip memory, and only q, k, v, the output and the logsumexp cross to main "
             "memory."
         )
 

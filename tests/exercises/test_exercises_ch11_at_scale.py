@@ -26,10 +26,16 @@ def ch11_attend_with_cache(q_new, k_new, v_new, k_cache, v_cache):
     return ch11_softmax(scores) @ v_cache, k_cache, v_cache
 
 
-def ch11_merge_states(state_a, state_b):
+def ch11_merge_states(state_a, state_b, *, guard=True):
     (m_a, l_a, acc_a), (m_b, l_b, acc_b) = state_a, state_b
     m = np.maximum(m_a, m_b)
-    factor_a, factor_b = np.exp(m_a - m), np.exp(m_b - m)
+    with np.errstate(invalid="ignore"):  # -inf - (-inf) for two empty states
+        factor_a, factor_b = np.exp(m_a - m), np.exp(m_b - m)
+    if guard:  # a state of no keys (m = -inf) adds nothing, even to another empty one
+        factor_a, factor_b = (
+            np.where(m_a == -np.inf, 0.0, factor_a),
+            np.where(m_b == -np.inf, 0.0, factor_b),
+        )
     return m, l_a * factor_a + l_b * factor_b, acc_a * factor_a[:, None] + acc_b * factor_b[:, None]
 
 
@@ -191,8 +197,10 @@ def test_ch11_attend_with_cache_names_typical_mistakes(answer, fragments):
 def test_ch11_merge_states_accepts_any_equivalent_representation():
     def against_the_first_maximum_when_safe(state_a, state_b):
         m, total, acc = ch11_merge_states(state_a, state_b)
-        shift = m - 1.0  # the same keys, measured from another reference point
-        return shift, total * np.exp(m - shift), acc * np.exp(m - shift)[:, None]
+        seen = np.isfinite(m)  # queries that saw a key: the empty state stays as it is
+        shift = np.where(seen, m - 1.0, m)  # the same keys, from another reference point
+        factor = np.where(seen, np.e, 1.0)  # exp(m - shift)
+        return shift, total * factor, acc * factor[:, None]
 
     def as_lists(state_a, state_b):
         return [part.tolist() for part in ch11_merge_states(state_a, state_b)]
@@ -202,14 +210,20 @@ def test_ch11_merge_states_accepts_any_equivalent_representation():
         with np.errstate(divide="ignore"):
             log_a, log_b = m_a + np.log(l_a), m_b + np.log(l_b)
         log_total = np.logaddexp(log_a, log_b)
-        weight_a, weight_b = np.exp(m_a - log_total), np.exp(m_b - log_total)
+        safe = np.where(np.isneginf(log_total), 0.0, log_total)  # no key at all: acc stays 0
+        weight_a, weight_b = np.exp(m_a - safe), np.exp(m_b - safe)
         acc = acc_a * weight_a[:, None] + acc_b * weight_b[:, None]
-        return log_total, np.ones_like(log_total), acc
+        return log_total, np.ones_like(log_total), acc  # the empty state as (-inf, 1, 0)
+
+    def with_nan_to_num(state_a, state_b):
+        m, total, acc = ch11_merge_states(state_a, state_b, guard=False)
+        return m, np.nan_to_num(total), np.nan_to_num(acc)
 
     check = exercises.check_merge_softmax_states
     assert check(against_the_first_maximum_when_safe).passed
     assert check(as_lists).passed
     assert check(by_log_sum_exp).passed
+    assert check(with_nan_to_num).passed
 
 
 def ch11_merge_no_rescale(state_a, state_b):
@@ -254,7 +268,8 @@ def ch11_merge_nan_for_empty(state_a, state_b):
         (ch11_merge_normalised, ["already divided by l"]),
         (ch11_merge_against_b, ["scores around 1000", "overflowed", "LARGER maximum"]),
         (ch11_merge_nan_for_empty, ["empty starting state", "exp(−inf)"]),
-        (lambda a, b: a, ["describes different keys"]),
+        (lambda a, b: a, ["returned state_a as it was"]),
+        (lambda a, b: (a[0], a[1] * 0.5, a[2]), ["describes different keys"]),
         (lambda a, b: (a[0], a[1]), ["three arrays"]),
         (lambda a, b: (a[0][:2], a[1], a[2]), ["shapes (2,)"]),
     ],
@@ -369,6 +384,352 @@ def ch11_blocked_every_tile(q, k, v, block_size):
 def test_ch11_causal_blocked_attention_rejects_right_results_that_compute_every_tile(answer):
     feedback = exercises.check_causal_blocked_attention(answer)
     assert_ch11_mistake(feedback, "the result is right", "16,384 multiplications", "36 are needed")
+
+
+# --- Round 3: more of a learner's slips, from the prompts alone -----------------------------
+
+
+def test_ch11_longest_sequence_accepts_floor_and_search():
+    import math
+
+    def by_floor(memory_bytes, batch, heads, bytes_per_number):
+        return math.floor(math.sqrt(memory_bytes / (batch * heads * bytes_per_number)))
+
+    def by_bisection(memory_bytes, batch, heads, bytes_per_number):
+        low, high = 0, memory_bytes + 1  # T fits at low, not at high
+        while high - low > 1:
+            middle = (low + high) // 2
+            fits = batch * heads * middle**2 * bytes_per_number <= memory_bytes
+            low, high = (middle, high) if fits else (low, middle)
+        return low
+
+    def by_integer_steps(memory_bytes, batch, heads, bytes_per_number):
+        return math.isqrt(memory_bytes // batch // heads // bytes_per_number)
+
+    for answer in (by_floor, by_bisection, by_integer_steps):
+        assert exercises.check_longest_sequence(answer).passed, answer.__name__
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (
+            lambda m, b, h, n: round(np.sqrt(m / (b * h * n))),
+            ["(9950, 1, 1, 1) returned 100, expected 99", "rounded to the nearest", "99.75"],
+        ),
+        (lambda m, b, h, n: int(np.sqrt(m / b * h * n)), ["put the product in parentheses"]),
+        (lambda m, b, h, n: int(np.sqrt(m / (b * h * n * 8))), ["counts bits"]),
+        (lambda m, b, h, n: int(np.sqrt(m / (b * h * n)) + 0.5), ["rounded to the nearest"]),
+    ],
+)
+def test_ch11_longest_sequence_names_rounding_and_precedence_slips(answer, fragments):
+    assert_ch11_mistake(exercises.check_longest_sequence(answer), *fragments)
+
+
+def ch11_attend_with(*, stable=True, scale_by="d_k", axis=-1, mask=False, normalise=True):
+    """One cached step; the keywords make a learner's slips."""
+
+    def attend_with_cache(q_new, k_new, v_new, k_cache, v_cache):
+        k_cache = np.concatenate([k_cache, k_new], axis=1)
+        v_cache = np.concatenate([v_cache, v_new], axis=1)
+        d = q_new.shape[-1] if scale_by == "d_k" else v_new.shape[-1]
+        scores = q_new @ k_cache.transpose(0, 2, 1) / np.sqrt(d)  # (B, 1, t + 1)
+        if mask:  # a causal mask for the (1, t + 1) scores
+            scores = np.where(np.tril(np.ones(scores.shape[1:], dtype=bool)), scores, -np.inf)
+        exponentials = np.exp(scores - scores.max(axis=axis, keepdims=True) if stable else scores)
+        weights = (
+            exponentials / exponentials.sum(axis=axis, keepdims=True) if normalise else exponentials
+        )
+        return weights @ v_cache, k_cache, v_cache
+
+    return attend_with_cache
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (
+            ch11_attend_with(stable=False),
+            ["step 3: a cache of 3 tokens, scores around 1000)", "overflows", "largest score"],
+        ),
+        (ch11_attend_with(scale_by="d_v"), ["divided by √D_v = √3", "√D_k = √4"]),
+        (ch11_attend_with(axis=1), ["every key got the weight 1", "the last axis"]),
+        (ch11_attend_with(mask=True), ["only the first key was attended", "no mask is needed"]),
+        (ch11_attend_with(normalise=False), ["the weights do not sum to one"]),
+    ],
+)
+def test_ch11_attend_with_cache_names_more_slips(answer, fragments):
+    assert_ch11_mistake(exercises.check_attend_with_cache(answer), *fragments)
+
+
+def test_ch11_attend_with_cache_accepts_float32_and_a_loop_over_the_batch():
+    def in_float32(q_new, k_new, v_new, k_cache, v_cache):
+        arrays = (a.astype(np.float32) for a in (q_new, k_new, v_new, k_cache, v_cache))
+        return ch11_attend_with_cache(*arrays)
+
+    def sequence_by_sequence(q_new, k_new, v_new, k_cache, v_cache):
+        outputs = []
+        for b in range(len(q_new)):
+            keys = np.vstack([k_cache[b], k_new[b]])  # (t + 1, D_k)
+            values = np.vstack([v_cache[b], v_new[b]])  # (t + 1, D_v)
+            scores = keys @ q_new[b, 0] / np.sqrt(len(q_new[b, 0]))  # (t + 1,)
+            weights = np.exp(scores - scores.max())
+            outputs.append((weights / weights.sum()) @ values)
+        keys = np.concatenate([k_cache, k_new], axis=1)
+        return np.array(outputs)[:, None], keys, np.concatenate([v_cache, v_new], axis=1)
+
+    assert exercises.check_attend_with_cache(in_float32).passed
+    assert exercises.check_attend_with_cache(sequence_by_sequence).passed
+
+
+def ch11_merge_swapped_factors(state_a, state_b):
+    m, total, _ = ch11_merge_states(state_a, state_b)
+    factor_a, factor_b = np.exp(state_a[0] - m), np.exp(state_b[0] - m)
+    return m, total, state_a[2] * factor_b[:, None] + state_b[2] * factor_a[:, None]
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (
+            lambda a, b: ch11_merge_states(a, b, guard=False),
+            ["for two empty states", "returned NaN", "exp(m_a − m) = exp(−inf + inf)"],
+        ),
+        (ch11_merge_swapped_factors, ["l is right but acc is not"]),
+        (lambda a, b: (a[0] + b[0], *ch11_merge_states(a, b)[1:]), ["m = m_a + m_b"]),
+        (lambda a, b: b, ["returned state_b as it was"]),
+        (
+            lambda a, b: (
+                (*ch11_merge_states(a, b)[:2], np.ones_like(a[2]))
+                if np.isinf(a[0]).all() and np.isinf(b[0]).all()
+                else ch11_merge_states(a, b)
+            ),
+            ["two states of no keys merge into the state of no keys"],
+        ),
+    ],
+)
+def test_ch11_merge_states_names_the_merge_of_two_empty_states(answer, fragments):
+    assert_ch11_mistake(exercises.check_merge_softmax_states(answer), *fragments)
+
+
+def ch11_blocked_with(
+    *,
+    diagonal=True,
+    rescale_acc=True,
+    rescale_sum=True,
+    tile_mask=False,
+    divide=True,
+    scale=True,
+    last_block=True,
+    last_key_block=True,
+    output=np.zeros,
+):
+    """Causal blocked attention; the keywords make a learner's slips."""
+
+    def causal_blocked_attention(q, k, v, block_size):
+        n_tokens, d_k = q.shape
+        out = output((n_tokens, v.shape[-1]))
+        q_end = n_tokens if last_block else n_tokens // block_size * block_size
+        k_end = n_tokens if last_key_block else n_tokens // block_size * block_size
+        for i0 in range(0, q_end, block_size):
+            i1 = min(i0 + block_size, n_tokens)
+            m, total = np.full(i1 - i0, -np.inf), np.zeros(i1 - i0)
+            acc = np.zeros((i1 - i0, v.shape[1]))
+            for j0 in range(0, min(i1 if diagonal else i0, k_end), block_size):
+                j1 = min(j0 + block_size, n_tokens)
+                scores = q[i0:i1] @ k[j0:j1].T / (np.sqrt(d_k) if scale else 1.0)
+                if tile_mask:
+                    visible = np.tril(np.ones(scores.shape, dtype=bool))
+                else:
+                    visible = np.arange(j0, j1)[None, :] <= np.arange(i0, i1)[:, None]
+                scores = np.where(visible, scores, -np.inf)
+                m_new = np.maximum(m, scores.max(axis=1))
+                factor = np.exp(m - m_new)
+                weights = np.exp(scores - m_new[:, None])
+                total = (total * factor if rescale_sum else total) + weights.sum(axis=1)
+                acc = (acc * factor[:, None] if rescale_acc else acc) + weights @ v[j0:j1]
+                m = m_new
+            out[i0:i1] = acc / total[:, None] if divide else acc
+        return out
+
+    return causal_blocked_attention
+
+
+def ch11_blocked_own_tile_max(q, k, v, block_size):
+    """Each tile's exponentials from its own maximum, added as they are."""
+    n_tokens = len(q)
+    out = np.zeros((n_tokens, v.shape[1]))
+    for i0 in range(0, n_tokens, block_size):
+        i1 = min(i0 + block_size, n_tokens)
+        total, acc = 0.0, 0.0
+        for j0 in range(0, i1, block_size):
+            j1 = min(j0 + block_size, n_tokens)
+            scores = q[i0:i1] @ k[j0:j1].T / np.sqrt(q.shape[1])
+            scores = np.where(np.arange(j0, j1) <= np.arange(i0, i1)[:, None], scores, -np.inf)
+            weights = np.exp(scores - scores.max(axis=1, keepdims=True))
+            total, acc = total + weights.sum(axis=1), acc + weights @ v[j0:j1]
+        out[i0:i1] = acc / total[:, None]
+    return out
+
+
+def ch11_row_by_row(q, k, v, block_size):
+    """One query at a time against all the keys up to it, with an ordinary softmax."""
+    out = np.zeros((len(q), v.shape[1]))
+    for i in range(len(q)):
+        scores = k[: i + 1] @ q[i] / np.sqrt(q.shape[1])
+        weights = np.exp(scores - scores.max())
+        out[i] = weights @ v[: i + 1] / weights.sum()
+    return out
+
+
+def ch11_strip_per_query_block(q, k, v, block_size):
+    """Blocks of queries, each against all the keys up to its end at once: no online softmax."""
+    out = np.zeros((len(q), v.shape[1]))
+    for i0 in range(0, len(q), block_size):
+        i1 = min(i0 + block_size, len(q))
+        scores = q[i0:i1] @ k[:i1].T / np.sqrt(q.shape[1])
+        scores = np.where(np.arange(i1) <= np.arange(i0, i1)[:, None], scores, -np.inf)
+        weights = np.exp(scores - scores.max(axis=1, keepdims=True))
+        out[i0:i1] = weights @ v[:i1] / weights.sum(axis=1, keepdims=True)
+    return out
+
+
+def ch11_after_asarray(answer):
+    """The learner's habit of chapter 13: q, k and v through np.asarray first."""
+
+    def converted(q, k, v, block_size):
+        q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
+        return answer(q, k, v, block_size)
+
+    return converted
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (ch11_blocked_with(diagonal=False), ["skipped the diagonal tiles", "mask inside them"]),
+        (ch11_blocked_with(rescale_acc=False), ["the accumulator is not rescaled", "exp(m − m')"]),
+        (ch11_blocked_with(rescale_sum=False), ["the running sum l is not rescaled"]),
+        (
+            ch11_blocked_with(rescale_acc=False, rescale_sum=False),
+            ["neither l nor the accumulator is rescaled"],
+        ),
+        (ch11_blocked_own_tile_max, ["that tile's own maximum"]),
+        (ch11_blocked_with(tile_mask=True), ["np.tril in its own coordinates"]),
+        (ch11_blocked_with(divide=False), ["not divided by the running sum l"]),
+        (ch11_blocked_with(scale=False), ["not divided by √D_k"]),
+        (
+            ch11_blocked_with(last_block=False),
+            ["block_size=3) with T = 7: the rows of the last, shorter block (6 … 6)", "range(0, T"],
+        ),
+        (
+            ch11_blocked_with(last_block=False, output=lambda shape: np.full(shape, np.nan)),
+            ["the rows of the last, shorter block (6 … 6)"],
+        ),
+        (
+            ch11_blocked_with(last_key_block=False),
+            ["T = 6 is shorter than block_size = 8", "end each block at T"],
+        ),
+        (ch11_row_by_row, ["the result is right", "does not work block by block"]),
+        (ch11_strip_per_query_block, ["the result is right", "more than one 8 × 8 tile"]),
+        (ch11_after_asarray(ch11_direct_causal), ["16,384 multiplications", "36 are needed"]),
+        (ch11_after_asarray(ch11_blocked_every_tile), ["16,384 multiplications"]),
+        (
+            lambda q, k, v, b: ch11_blocked_every_tile(q, np.array(k), v, b),
+            ["16,384 multiplications"],
+        ),
+        (
+            lambda q, k, v, b: ch11_causal_blocked_attention(q, np.array(k.tolist()), v, b),
+            ["the checker could see", "Python lists"],
+        ),
+    ],
+)
+def test_ch11_causal_blocked_attention_names_each_slip(answer, fragments):
+    assert_ch11_mistake(exercises.check_causal_blocked_attention(answer), *fragments)
+
+
+def ch11_keys_outside(q, k, v, block_size):
+    """FlashAttention-1's loop order: key blocks outside, the query blocks from there on inside."""
+    n_tokens = len(q)
+    m, total = np.full(n_tokens, -np.inf), np.zeros(n_tokens)
+    acc = np.zeros((n_tokens, v.shape[1]))
+    for j0 in range(0, n_tokens, block_size):
+        j1 = min(j0 + block_size, n_tokens)
+        for i0 in range(j0 // block_size * block_size, n_tokens, block_size):
+            i1 = min(i0 + block_size, n_tokens)
+            scores = np.einsum("id,jd->ij", q[i0:i1], k[j0:j1]) / np.sqrt(q.shape[1])
+            scores = np.where(np.arange(j0, j1) <= np.arange(i0, i1)[:, None], scores, -np.inf)
+            m_new = np.maximum(m[i0:i1], scores.max(axis=1))
+            factor, weights = np.exp(m[i0:i1] - m_new), np.exp(scores - m_new[:, None])
+            total[i0:i1] = total[i0:i1] * factor + weights.sum(axis=1)
+            acc[i0:i1] = acc[i0:i1] * factor[:, None] + weights @ v[j0:j1]
+            m[i0:i1] = m_new
+    return acc / total[:, None]
+
+
+def ch11_one_query_with_key_blocks(q, k, v, block_size):
+    """Query blocks of one row, each with online softmax over blocks of keys."""
+    out = np.zeros((len(q), v.shape[1]))
+    for i in range(len(q)):
+        m, total, acc = -np.inf, 0.0, np.zeros(v.shape[1])
+        for j0 in range(0, i + 1, block_size):
+            keys = k[j0 : min(j0 + block_size, i + 1)]
+            scores = keys @ q[i] / np.sqrt(q.shape[1])
+            m_new = max(m, scores.max())
+            weights = np.exp(scores - m_new)
+            total = total * np.exp(m - m_new) + weights.sum()
+            acc = acc * np.exp(m - m_new) + weights @ v[j0 : j0 + len(keys)]
+            m = m_new
+        out[i] = acc / total
+    return out
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        ch11_after_asarray(ch11_causal_blocked_attention),
+        lambda q, k, v, b: ch11_causal_blocked_attention(
+            *(a.astype(np.float32) for a in (q, k, v)), b
+        ),
+        lambda q, k, v, b: ch11_causal_blocked_attention(q, np.array(k, dtype=np.float32), v, b),
+        ch11_keys_outside,
+        ch11_one_query_with_key_blocks,
+        lambda q, k, v, b: ch11_causal_blocked_attention(q, k, v, b).tolist(),
+    ],
+)
+def test_ch11_causal_blocked_attention_accepts_other_correct_answers(answer):
+    feedback = exercises.check_causal_blocked_attention(answer)
+    assert feedback.passed, feedback.message
+
+
+def test_ch11_causal_blocked_attention_turns_down_pytorch_and_the_library():
+    torch = pytest.importorskip("torch")
+    from selfattn_lib.online_softmax import causal_blocked_attention
+
+    def with_torch(q, k, v, block_size):
+        tensors = (torch.from_numpy(a) for a in (q, k, v))
+        return torch.nn.functional.scaled_dot_product_attention(*tensors, is_causal=True).numpy()
+
+    assert_ch11_mistake(
+        exercises.check_causal_blocked_attention(with_torch), "but it calls `torch.", "NumPy only"
+    )
+    assert_ch11_mistake(
+        exercises.check_causal_blocked_attention(causal_blocked_attention),
+        "but it calls `selfattn_lib.online_softmax.causal_blocked_attention`",
+    )
+
+
+def test_ch11_counting_the_keys_leaves_numpy_as_it_was():
+    from selfattn_lib.exercises import ch11_at_scale
+
+    before = (np.asarray, np.array, np.copy)
+    exercises.check_causal_blocked_attention(ch11_causal_blocked_attention)
+    assert (np.asarray, np.array, np.copy) == before
+    with pytest.raises(ZeroDivisionError):
+        with ch11_at_scale._ch11_conversions_keep_counting():
+            assert np.asarray is not before[0]
+            1 / 0  # noqa: B018 - an error inside puts NumPy back too
+    assert (np.asarray, np.array, np.copy) == before
 
 
 # Every checker of the chapter with a correct answer: test_exercises_registry.py runs them.

@@ -821,5 +821,148 @@ def test_ch13_every_mistake_gets_its_own_message():
         assert len(arguments) == 1, messages  # all caught by the first case
 
 
+# --- Round 3: more of a learner's slips, from the prompts alone -----------------------------
+
+
+def ch13_rotate_by(frequencies, *, halves_swapped=False):
+    """The half layout with other frequencies (a function of D_h), or its halves swapped."""
+
+    def rotate(x, start):
+        half = x.shape[1] // 2
+        angles = np.arange(start, start + len(x))[:, None] * frequencies(x.shape[1])
+        angles = np.concatenate([angles, angles], axis=1)
+        turned = x * np.cos(angles) + np.concatenate([-x[:, half:], x[:, :half]], 1) * np.sin(
+            angles
+        )
+        return np.concatenate([turned[:, half:], turned[:, :half]], 1) if halves_swapped else turned
+
+    return rotate
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (
+            ch13_rotate_by(lambda d: 10000.0 ** (-2 * np.arange(1, d // 2 + 1) / d)),
+            ["start one pair late, at ω_1"],
+        ),
+        (
+            ch13_rotate_by(lambda d: 10000.0 ** (-2 * np.arange(d // 2) / (d // 2))),
+            ["the exponent is 2i/(D_h/2)"],
+        ),
+        (
+            ch13_rotate_by(lambda d: 10000.0 ** (-2 * np.arange(d // 2) / d), halves_swapped=True),
+            ["the two halves of the result are swapped"],
+        ),
+    ],
+)
+def test_ch13_rotate_names_frequency_and_layout_slips(answer, fragments):
+    assert_ch13_mistake(exercises.check_rotate(answer), *fragments)
+
+
+def ch13_gqa_all_on_head_zero(q, k, v):
+    return ch13_gqa_with(heads=lambda x, n_rep: np.repeat(x[:1], len(x) * n_rep, axis=0))(q, k, v)
+
+
+def ch13_gqa_scaled_by_all_heads(q, k, v):
+    return ch13_gqa_with(scale=False)(q / np.sqrt(q.shape[0] * q.shape[2]), k, v)
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (ch13_gqa_with(allowed=lambda m: np.tril(m, k=-1)), ["hides the diagonal too"]),
+        (ch13_gqa_all_on_head_zero, ["every query head read key/value head 0"]),
+        (ch13_gqa_scaled_by_all_heads, ["√(H · D_h) = √12", "√D_h = √3"]),
+    ],
+)
+def test_ch13_grouped_query_attention_names_more_slips(answer, fragments):
+    with np.errstate(invalid="ignore"):  # the hidden diagonal leaves query 0 with no key
+        feedback = exercises.check_grouped_query_attention(answer)
+    assert_ch13_mistake(feedback, *fragments)
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (
+            ch13_window_with(lambda i, j, w, s: (j <= i) & ((i - j < w - s) | (j < s))),
+            ["the sinks were taken out of the window", "only 1 recent key(s)"],
+        ),
+        (
+            lambda n, w, s: np.where(ch13_window_mask(n, w, s), 0.0, -np.inf),
+            ["must hold only True and False"],
+        ),
+        (
+            lambda n, w, s: ch13_window_mask(n, w, s).astype(float),
+            ["returned dtype float64, but a mask must be boolean"],
+        ),
+        (
+            ch13_window_with(lambda i, j, w, s: (j <= i) & ((i - j < w) | (j >= i.size - s))),
+            ["the sinks are left out"],
+        ),
+    ],
+)
+def test_ch13_window_mask_names_more_slips(answer, fragments):
+    assert_ch13_mistake(exercises.check_window_mask(answer), *fragments)
+
+
+def ch13_per_query_all_keys(q, k, v, block_size):
+    """One query at a time against all the keys at once, with an ordinary stable softmax:
+    little memory, but no blocks of keys and no online softmax."""
+    outputs, log_totals = [], []
+    for row in q:
+        scores = k @ row / np.sqrt(len(row))  # (T_k,)
+        largest = scores.max()
+        weights = np.exp(scores - largest)
+        outputs.append(weights @ v / weights.sum())
+        log_totals.append(largest + np.log(weights.sum()))
+    return np.array(outputs), np.array(log_totals)
+
+
+def ch13_tiled_normalised_every_block(q, k, v, block_size):
+    """FlashAttention-1's update: the output kept normalised after every key block."""
+    outputs, log_totals = [], []
+    for q_start in range(0, len(q), block_size):
+        q_block = q[q_start : q_start + block_size] / np.sqrt(q.shape[1])
+        m, total = np.full(len(q_block), -np.inf), np.zeros(len(q_block))
+        out = np.zeros((len(q_block), v.shape[1]))
+        for k_start in range(0, len(k), block_size):
+            scores = q_block @ k[k_start : k_start + block_size].T
+            m_new = np.maximum(m, scores.max(axis=1))
+            weights, kept = np.exp(scores - m_new[:, None]), total * np.exp(m - m_new)
+            total = kept + weights.sum(axis=1)
+            out = (out * kept[:, None] + weights @ v[k_start : k_start + block_size]) / total[
+                :, None
+            ]
+            m = m_new
+        outputs.append(out)
+        log_totals.append(m + np.log(total))
+    return np.concatenate(outputs), np.concatenate(log_totals)
+
+
+def test_ch13_tiled_attention_names_a_pass_without_blocks_of_keys_and_the_wrong_scale():
+    assert_ch13_mistake(
+        exercises.check_tiled_attention(ch13_per_query_all_keys),
+        "the results are right",
+        "does not loop over blocks of keys",
+    )
+    assert_ch13_mistake(
+        exercises.check_tiled_attention(
+            lambda q, k, v, b: ch13_tiled_attention(q / np.sqrt(q.shape[1]), k, v, b)
+        ),
+        "divided by D = 4, not by √D = 2",
+    )
+    assert exercises.check_tiled_attention(ch13_tiled_normalised_every_block).passed
+
+
+def test_ch13_tiled_attention_accepts_the_chapters_solution_that_converts_its_inputs():
+    def converting(q, k, v, block_size):
+        q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
+        return ch13_tiled_attention(q, k, v, block_size)
+
+    assert exercises.check_tiled_attention(converting).passed
+
+
 # Every checker of the chapter with a correct answer: test_exercises_registry.py runs them.
 REFERENCES = dict(CH13_CHECKERS)
