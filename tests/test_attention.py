@@ -327,7 +327,7 @@ def test_reports_overflow_of_the_scores_instead_of_nan():
 
 
 def empty_row_of_torch(output):
-    """"NaN", "zeros" or "other": PyTorch's output row of the query that may attend to nothing."""
+    """PyTorch's output row for the query that may attend to nothing: NaN, zeros or other."""
     row = output.detach()
     return "NaN" if row.isnan().any() else "zeros" if (row == 0).all() else "other"
 
