@@ -93,8 +93,8 @@ def scaled_dot_product_attention(
     torch 2.13.0 on the CPU (``tests/test_attention.py``): its function also returns zeros
     there; ``torch.softmax`` of an all ``-inf`` row gives NaN; ``torch.nn.MultiheadAttention``
     gives NaN with ``need_weights=True`` (its default) or on its fast path (``eval()``, no
-    gradients, an even number of heads, ``batch_first=True`` and one tensor as query, key and
-    value), and zeros otherwise.
+    gradients, an even number of heads, ``batch_first=True``, one tensor as query, key and
+    value, and a boolean mask: a float ``-inf`` mask leaves the path), and zeros otherwise.
 
     Parameters
     ----------

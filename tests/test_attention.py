@@ -356,8 +356,11 @@ def test_torch_scaled_dot_product_attention_gives_an_empty_row_zeros(dtype, lead
     assert empty_row_of_torch(torch.softmax(torch.full((5,), -math.inf), dim=-1)) == "NaN"
 
 
-def multihead_empty_row(batch_first, one_tensor, mode, grad, need_weights, n_heads, dtype):
-    """What nn.MultiheadAttention returns for the query with nothing to attend to."""
+def multihead_empty_row(
+    batch_first, one_tensor, mode, grad, need_weights, n_heads, dtype, float_mask=False
+):
+    """What nn.MultiheadAttention returns for the query with nothing to attend to, given a
+    boolean attn_mask (True = ignore) or the same mask as a float one (0 = keep, -inf = hide)."""
     d_model, t = 12, 5  # 12 features: 1, 2, 3 and 4 heads all divide them
     generator = torch.Generator().manual_seed(n_heads)
     x = torch.randn(2, t, d_model, generator=generator, dtype=dtype)  # (B, T, D)
@@ -365,12 +368,15 @@ def multihead_empty_row(batch_first, one_tensor, mode, grad, need_weights, n_hea
     layer.train(mode == "train")
     inputs = x if batch_first else x.transpose(0, 1)  # (T, B, D) when not batch-first
     other = inputs if one_tensor else inputs.clone()  # equal values; another tensor or not
+    ignore = causal_with_an_empty_first_row(t)  # (T, T) boolean, True = ignore
+    if float_mask:  # the additive form: 0 where a key is kept, -inf where it is hidden
+        ignore = torch.zeros(t, t, dtype=dtype).masked_fill(ignore, -math.inf)
     with torch.set_grad_enabled(grad):
         output, _ = layer(
             inputs,
             other,
             other,
-            attn_mask=causal_with_an_empty_first_row(t),
+            attn_mask=ignore,
             need_weights=need_weights,
         )
     rest = output[:, 1:] if batch_first else output[1:]  # every query that has a key
@@ -380,10 +386,10 @@ def multihead_empty_row(batch_first, one_tensor, mode, grad, need_weights, n_hea
 
 def test_multihead_attention_gives_an_empty_row_nan_with_weights_or_on_its_fast_path():
     """The grid behind attention.py's docstring and chapter 6's "Going deeper: rows with
-    nothing to attend to, in PyTorch" (torch 2.13.0, CPU, a boolean attn_mask): the row is
-    NaN exactly when need_weights=True, or on the fast path, which takes eval(), no
-    gradients, an even number of heads, batch_first=True and ONE tensor passed as query, key
-    and value; everywhere else it is zeros."""
+    nothing to attend to, in PyTorch" (torch 2.13.0, CPU): the row is NaN exactly when
+    need_weights=True, or on the fast path, which takes eval(), no gradients, an even number
+    of heads, batch_first=True, ONE tensor passed as query, key and value, and a boolean
+    attn_mask (a float 0/-inf mask leaves the path); everywhere else it is zeros."""
     grid = itertools.product(
         (True, False),  # batch_first
         (True, False),  # one tensor as query, key and value (or key and value a copy)
@@ -392,12 +398,20 @@ def test_multihead_attention_gives_an_empty_row_nan_with_weights_or_on_its_fast_
         (True, False),  # need_weights
         (1, 2, 3, 4),  # heads
         (torch.float32, torch.float64),
+        (False, True),  # a float mask (0 / -inf) instead of the boolean one
     )
     wrong = []
-    for batch_first, one_tensor, mode, grad, need_weights, n_heads, dtype in grid:
-        fast_path = batch_first and one_tensor and mode == "eval" and not grad and n_heads % 2 == 0
+    for batch_first, one_tensor, mode, grad, need_weights, n_heads, dtype, float_mask in grid:
+        fast_path = (
+            batch_first
+            and one_tensor
+            and mode == "eval"
+            and not grad
+            and n_heads % 2 == 0
+            and not float_mask
+        )
         expected = "NaN" if need_weights or fast_path else "zeros"
-        case = (batch_first, one_tensor, mode, grad, need_weights, n_heads, dtype)
+        case = (batch_first, one_tensor, mode, grad, need_weights, n_heads, dtype, float_mask)
         got = multihead_empty_row(*case)
         if got != expected:
             wrong.append((*case, got))
