@@ -34,8 +34,9 @@ def check_score_scale(score_scale: Callable[..., Any]) -> kit.Feedback:
     """
     name = kit.name_of(score_scale, "score_scale")
     # The first case tells every slip below apart (no two give the same number there); the
-    # others include the Transformer's own, s² = σ² = 1.
-    cases = ((100, 0.25, 9.0), (64, 1.0, 1.0), (16, 4.0, 1.0), (9, 2.0, 9.0))
+    # others include the Transformer's own, s² = σ² = 1, and a target whose root σ = √7 is
+    # not a whole number (a σ rounded to one passes every other case).
+    cases = ((100, 0.25, 9.0), (64, 1.0, 1.0), (16, 4.0, 1.0), (9, 2.0, 9.0), (32, 4.0, 7.0))
 
     def mistakes(d_k: int, s2: float, t: float) -> list[tuple[float, str]]:
         sigma = np.sqrt(t)
@@ -97,6 +98,14 @@ def check_score_scale(score_scale: Callable[..., Any]) -> kit.Feedback:
                 t / (d_k * s2**2) / 2,
                 "`(...) ** 1/2` is (...)¹ / 2, because ** binds tighter than /: write `** 0.5` "
                 "or np.sqrt",
+            ),
+            *(
+                (
+                    whole / (s2 * np.sqrt(d_k)),
+                    f"you rounded σ = √σ² = {sigma:.6g} to the whole number {whole:g} (as "
+                    "int(), math.isqrt or round() do): keep the square root as it is",
+                )
+                for whole in (np.floor(sigma), np.round(sigma))
             ),
         ]
 
@@ -413,10 +422,21 @@ def check_saturation_dimension(saturation_dimension: Callable[..., Any]) -> kit.
                 "d_k = 1? The first d_k to try is 1 = 2⁰"
             )
         if d_k > 1 and statistic(n_keys, d_k // 2) > threshold + margin:
-            return (
+            already = (
                 f"{what}, but at d_k = {d_k // 2} the median top weight is already about "
-                f"{statistic(n_keys, d_k // 2):.3f} > {threshold:g}: return the FIRST d_k "
-                "that passes"
+                f"{statistic(n_keys, d_k // 2):.3f} > {threshold:g}"
+            )
+            if d_k == _CH5_DIMENSIONS[-1] and all(answered == d_k for _, _, answered in wrong):
+                return (
+                    f"{already}, and every answer is the last d_k tried: your search does not "
+                    "stop. Return the FIRST d_k that passes"
+                )
+            # One step late: a loop that goes one step too far, or a statistic that passes
+            # later than the median (a lower percentile, say); the answer alone cannot tell.
+            return (
+                f"{already}. Does your search return the FIRST d_k that passes? If it does, "
+                "your statistic is not the median of the queries' largest weights: take each "
+                "query's largest weight (max over its keys), then np.median over the queries"
             )
         return (
             f"{what}, but there the median top weight of the unscaled dot products is only "

@@ -393,8 +393,9 @@ def check_dependence(dependence: Callable[[Callable[..., Any], np.ndarray], Any]
     ``i`` changes, in any bit, once token ``j`` of ``x`` is replaced by a clearly different
     vector, and ``False`` when output ``i`` stays exactly the same. A causal layer gives the
     lower triangle, diagonal included. ``x`` itself must be left unchanged. The checker tries
-    a running sum, attention with no mask, a causal mask and a look-back window, a causal
-    layer that leaks a tiny amount of the future, and a causal layer in which each token
+    a running sum, attention with no mask, a causal mask and a look-back window, two causal
+    layers that leak a tiny amount of the future (the second less than 1e-12, so a threshold
+    of that size misses it), and a causal layer in which each token
     reaches each later output through one feature only (so an output that changes in one
     feature must count as changed).
 
@@ -423,12 +424,26 @@ def check_dependence(dependence: Callable[[Callable[..., Any], np.ndarray], Any]
 
         return attend
 
-    def leaky_attend(x: np.ndarray) -> np.ndarray:
-        """Causal attention whose hidden scores are -20, not -inf: the future gets weights
-        between 9e-12 and 5e-10 here, far below np.allclose's tolerance, but not zero."""
-        scores = attention.attention_scores(x, x)  # (T, T)
-        weights = softmax.softmax(np.where(lower, scores, -20.0))
-        return weights @ x  # (T, D)
+    def leaky_attend(hidden_score: float) -> Callable[[np.ndarray], np.ndarray]:
+        """Causal attention whose hidden scores are ``hidden_score``, not -inf. With -20 the
+        future gets weights between 9e-12 and 5e-10 here, with -25 between 6e-14 and 3e-12:
+        far below np.allclose's tolerance, but not zero, and (at -25) far above the rounding
+        of the outputs, so that every clearly different token shows it. At -30 the smallest
+        change would be about one ulp of the outputs."""
+
+        def attend(x: np.ndarray) -> np.ndarray:
+            scores = attention.attention_scores(x, x)  # (T, T)
+            weights = softmax.softmax(np.where(lower, scores, hidden_score))
+            return weights @ x  # (T, D)
+
+        return attend
+
+    # The weights each leaky layer gives the future, for the feedback: (smallest, largest).
+    leaks = {
+        hidden: (float(w[~lower].min()), float(w[~lower].max()))
+        for hidden in (-20.0, -25.0)
+        for w in [softmax.softmax(np.where(lower, attention.attention_scores(x, x), hidden))]
+    }
 
     def feature_shift(x: np.ndarray) -> np.ndarray:
         """Feature f of output i is feature f of token i - f (0 before the start): a causal
@@ -445,7 +460,12 @@ def check_dependence(dependence: Callable[[Callable[..., Any], np.ndarray], Any]
         ("attention with a causal mask", attend_with(lower), lower),
         ("attention with no mask", attend_with(None), np.ones((t, t), dtype=bool)),
         ("attention with a look-back window of 2", attend_with(window), window),
-        ("causal attention that leaks a little", leaky_attend, np.ones((t, t), dtype=bool)),
+        ("causal attention that leaks a little", leaky_attend(-20.0), np.ones((t, t), dtype=bool)),
+        (
+            "causal attention that leaks very little",
+            leaky_attend(-25.0),
+            np.ones((t, t), dtype=bool),
+        ),
         ("a layer that shifts feature f back by f positions", feature_shift, reach),
     )
 
@@ -469,14 +489,20 @@ def check_dependence(dependence: Callable[[Callable[..., Any], np.ndarray], Any]
                     "OUTPUT i changes when INPUT token j changes, so changing token j fills "
                     "column j"
                 )
-            if label.endswith("leaks a little") and np.array_equal(got, lower):
+            if "leaks" in label and np.array_equal(got & lower, lower):
+                low, high = leaks[-20.0 if label.endswith("a little") else -25.0]
+                missed = (
+                    "the future does not reach"
+                    if np.array_equal(got, lower)
+                    else ("only some future tokens reach")
+                )
                 raise kit.Mistake(
-                    f"{what} says the future does not reach earlier outputs, but this layer "
-                    "leaks: its hidden keys get weights of 9e-12 to 5e-10, so the earlier outputs "
-                    "do change, by less than a tolerance such as np.allclose's. A leak test "
-                    "must compare exactly (np.array_equal, or `!=`), after a clearly different "
-                    "change of token j: a weight of 1e-11 times a change of 1e-13 is lost in "
-                    "rounding"
+                    f"{what} says {missed} earlier outputs, but this layer leaks: its hidden "
+                    f"keys get weights of {low:.0e} to {high:.0e}, so the earlier outputs do "
+                    "change, by less than a tolerance such as np.allclose's or a threshold. A "
+                    "leak test must compare exactly (np.array_equal, or `!=`), after a clearly "
+                    f"different change of token j: a weight of {low:.0e} times a change of "
+                    "1e-13 is lost in rounding"
                 )
             if label.startswith("a layer that shifts") and not got.any():
                 raise kit.Mistake(
@@ -506,7 +532,8 @@ def check_dependence(dependence: Callable[[Callable[..., Any], np.ndarray], Any]
             )
         return (
             "Your leak detector is right: it changes one token at a time, in a copy, and "
-            "compares exactly, so even a leak of 1e-11 shows."
+            f"compares exactly, so even a weight of {leaks[-25.0][0]:.0e} on a future token "
+            "shows."
         )
 
     return kit.run_checks(checks)

@@ -104,6 +104,18 @@ def ch5_scale(d_k, s2, t, *, root_target=True, fourth=True, root_all=True):
         (lambda d, s2, t: 0.0, ["must be positive (c > 0)"]),
         (lambda d, s2, t: 0.5, ["have variance 1.5625, not 9", "c² d_k s⁴"]),
         (lambda d, s2, t: np.array([ch5_scale(d, s2, t)]), ["shape (1,), expected ()"]),
+        (
+            lambda d, s2, t: int(np.sqrt(t)) / (s2 * np.sqrt(d)),
+            ["(32, 4, 7) returned 0.0883883", "rounded σ = √σ² = 2.64575 to the whole number 2"],
+        ),
+        (
+            lambda d, s2, t: math.isqrt(int(t)) / (s2 * math.sqrt(d)),
+            ["rounded σ = √σ² = 2.64575 to the whole number 2"],
+        ),
+        (
+            lambda d, s2, t: round(math.sqrt(t)) / (s2 * math.sqrt(d)),
+            ["rounded σ = √σ² = 2.64575 to the whole number 3"],
+        ),
     ],
     ids=[
         "1/sqrt(d_k)",
@@ -122,6 +134,9 @@ def ch5_scale(d_k, s2, t, *, root_target=True, fourth=True, root_all=True):
         "zero",
         "a constant",
         "an array of one",
+        "int(sigma)",
+        "isqrt",
+        "round(sigma)",
     ],
 )
 def test_ch5_score_scale_names_typical_mistakes(answer, fragments):
@@ -174,7 +189,7 @@ def test_ch5_score_scale_says_what_the_missing_square_root_does_to_the_variance(
     """c = σ² / (d_k s⁴) gives scores of variance c² d_k s⁴ = σ⁴ / (d_k s⁴): derived here
     and measured by simulation, and that is what the feedback says (not that it sets the
     standard deviation to σ², which holds only when d_k s⁴ = 1)."""
-    d_k, s2, t = 9, 2.0, 9.0  # the checker's last case, where the slip is not the answer
+    d_k, s2, t = 9, 2.0, 9.0  # the checker's fourth case, where the slip is not the answer
     c = t / (d_k * s2**2)
     rng = np.random.default_rng(0)
     q = rng.normal(scale=np.sqrt(s2), size=(200_000, d_k))
@@ -293,9 +308,22 @@ def test_ch5_softmax_jacobian_accepts_correct_variants(answer):
         ({"top": np.max}, ["returned 1", "max over the whole array"]),
         ({"keys": 8}, ["(2, 0.99, rng) returned 128", "whatever n_keys is"]),
         ({"first": 1}, ["(8, 0.2, rng) returned 2", "start at d_k = 1"]),
-        ({"stop": False}, ["returned 1024", "FIRST d_k"]),
+        ({"stop": False}, ["returned 1024", "your search does not stop", "FIRST d_k"]),
+        (
+            {"statistic": lambda top: np.percentile(top, 40)},
+            ["(8, 0.75, rng) returned 32", "FIRST d_k", "your statistic is not the median"],
+        ),
     ],
-    ids=["mean", "scaled", "softmax over queries", "max of all", "8 keys", "starts at 2", "last"],
+    ids=[
+        "mean",
+        "scaled",
+        "softmax over queries",
+        "max of all",
+        "8 keys",
+        "starts at 2",
+        "last",
+        "40th percentile",
+    ],
 )
 def test_ch5_saturation_dimension_names_typical_mistakes(slip, fragments):
     def slipped(n_keys, threshold, rng):
@@ -310,7 +338,7 @@ def test_ch5_saturation_dimension_names_answers_off_by_one_step():
     def one_too_late(n_keys, threshold, rng):
         return 2 * ch5_saturation_dimension(n_keys, threshold, rng)
 
-    assert_ch5_mistake(check(one_too_late), "returned 32", "FIRST d_k")
+    assert_ch5_mistake(check(one_too_late), "returned 32", "FIRST d_k", "not the median")
 
     def one_too_early(n_keys, threshold, rng):
         return ch5_saturation_dimension(n_keys, threshold, rng) // 2

@@ -325,30 +325,47 @@ def test_ch6_dependence_reference_and_stub():
     assert not feedback.attempted and "raise NotImplementedError" in feedback.message
 
 
-def test_ch6_dependence_accepts_a_tiny_threshold_and_other_changes():
-    def with_threshold(attend, x):
-        outputs = attend(x)
-        table = np.zeros((len(x), len(x)), dtype=bool)
-        for j in range(len(x)):
-            changed = x.copy()
-            changed[j] = -2.0 * changed[j] + 3.0  # another clearly different token
-            table[:, j] = np.abs(attend(changed) - outputs).max(axis=-1) > 1e-12
-        return table
-
-    assert exercises.check_dependence(with_threshold).passed
+def ch6_dependence_above(attend, x, threshold):
+    """Counts a change only above ``threshold`` (the prompt says: in any bit)."""
+    outputs = attend(x)
+    table = np.zeros((len(x), len(x)), dtype=bool)
+    for j in range(len(x)):
+        changed = x.copy()
+        changed[j] = -2.0 * changed[j] + 3.0  # another clearly different token
+        table[:, j] = np.abs(attend(changed) - outputs).max(axis=-1) > threshold
+    return table
 
 
-def test_ch6_dependence_finds_the_leak_that_a_tolerance_misses():
-    """The checker's leaky layer really leaks: an exact test sees it, np.allclose does not."""
+def test_ch6_dependence_accepts_another_clearly_different_change():
+    assert exercises.check_dependence(lambda a, x: ch6_dependence_above(a, x, 0.0)).passed
+
+
+@pytest.mark.parametrize("threshold", [1e-12, 3e-12, 1e-11])
+def test_ch6_dependence_rejects_a_threshold(threshold):
+    feedback = exercises.check_dependence(lambda a, x: ch6_dependence_above(a, x, threshold))
+    assert_ch6_mistake(
+        feedback, "leaks very little", "only some future tokens reach", "or a threshold"
+    )
+
+
+@pytest.mark.parametrize(
+    ("hidden_score", "smallest", "largest"), [(-20.0, 9e-12, 5e-10), (-25.0, 6e-14, 3.1e-12)]
+)
+def test_ch6_dependence_finds_the_leak_that_a_tolerance_misses(hidden_score, smallest, largest):
+    """The checker's leaky layers really leak, by the weights its feedback names, on its own
+    x: an exact test sees every leak, np.allclose none of them."""
     from selfattn_lib import attention, softmax
 
-    x = np.random.default_rng(0).normal(size=(4, 3))
-    causal = np.tril(np.ones((4, 4), dtype=bool))
+    x = np.random.default_rng(6).normal(size=(5, 4))  # the checker's x
+    causal = np.tril(np.ones((5, 5), dtype=bool))
 
     def leaky(x):
         scores = attention.attention_scores(x, x)
-        return softmax.softmax(np.where(causal, scores, -20.0)) @ x
+        return softmax.softmax(np.where(causal, scores, hidden_score)) @ x
 
+    weights = softmax.softmax(np.where(causal, attention.attention_scores(x, x), hidden_score))
+    future = weights[~causal]
+    assert np.isclose(future.min(), smallest, rtol=0.1) and future.max() < largest
     assert ch6_dependence(leaky, x).all()
     np.testing.assert_array_equal(ch6_dependence(leaky, x, exact=False), causal)
 
@@ -392,7 +409,10 @@ def test_ch6_dependence_accepts_other_clearly_different_tokens(replace):
 @pytest.mark.parametrize(
     ("answer", "fragments"),
     [
-        (lambda a, x: ch6_dependence(a, x, exact=False), ["leaks", "compare exactly"]),
+        (
+            lambda a, x: ch6_dependence(a, x, exact=False),
+            ["leaks a little", "the future does not reach", "compare exactly"],
+        ),
         (lambda a, x: ch6_dependence(a, x, copy=False), ["changed the array x", "x.copy()"]),
         (lambda a, x: ch6_dependence(a, x).T, ["transpose", "column j"]),
         (lambda a, x: ch6_dependence(a, x, step=0.0), ["False everywhere", "clearly different"]),
