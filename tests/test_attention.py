@@ -3,6 +3,7 @@ their properties, parity with PyTorch, and errors for bad input."""
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import math
 
@@ -416,3 +417,17 @@ def test_multihead_attention_gives_an_empty_row_nan_with_weights_or_on_its_fast_
         if got != expected:
             wrong.append((*case, got))
     assert not wrong, wrong
+
+
+def test_the_fast_path_conditions_the_documentation_leaves_out():
+    """Chapter 6's claim about where the fast path's conditions are written (torch 2.13.0):
+    the class docstring of nn.MultiheadAttention lists them (forward's does not mention the
+    path), but not the even number of heads nor the boolean mask, which only its source
+    checks (and the grid above measures)."""
+    layer = torch.nn.MultiheadAttention
+    assert "fastpath inference" in layer.__doc__ and "batch_first" in layer.__doc__
+    assert "fast" not in layer.forward.__doc__.lower()
+    assert "even" not in layer.__doc__ and "floating" not in layer.__doc__
+    source = inspect.getsource(layer.forward)
+    assert "self.num_heads is not even" in source
+    assert "floating-point masks are not supported for fast path" in source
