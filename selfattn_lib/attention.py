@@ -89,9 +89,12 @@ def scaled_dot_product_attention(
     """Scaled dot-product attention, ``softmax(Q Kᵀ · scale) V``, with an optional mask.
 
     Matches ``torch.nn.functional.scaled_dot_product_attention`` with a boolean mask. A query
-    with nothing to attend to gets zero weights and a zero output, never NaN (torch 2.13's
-    function also returns zeros there, while ``torch.softmax`` of an all ``-inf`` row and
-    ``torch.nn.MultiheadAttention`` give NaN).
+    with nothing to attend to gets zero weights and a zero output, never NaN. Measured with
+    torch 2.13.0 on the CPU (``tests/test_attention.py``): its function also returns zeros
+    there; ``torch.softmax`` of an all ``-inf`` row gives NaN; ``torch.nn.MultiheadAttention``
+    gives NaN with ``need_weights=True`` (its default) or on its fast path (``eval()``, no
+    gradients, an even number of heads, ``batch_first=True``, one tensor as query, key and
+    value, and a boolean mask: a float ``-inf`` mask leaves the path), and zeros otherwise.
 
     Parameters
     ----------

@@ -3,6 +3,8 @@ their properties, parity with PyTorch, and errors for bad input."""
 
 from __future__ import annotations
 
+import inspect
+import itertools
 import math
 
 import numpy as np
@@ -320,3 +322,112 @@ def test_reports_overflow_of_the_scores_instead_of_nan():
     q = np.full((3, 4), 300.0, dtype=np.float16)
     with pytest.raises(ValueError, match="attention scores q kᵀ · scale overflowed.*float16"):
         scaled_dot_product_attention(q, q, q)
+
+
+# --- What PyTorch gives a query with nothing to attend to (the docstring's claims) ----------
+
+
+def empty_row_of_torch(output):
+    """PyTorch's output row for the query that may attend to nothing: NaN, zeros or other."""
+    row = output.detach()
+    return "NaN" if row.isnan().any() else "zeros" if (row == 0).all() else "other"
+
+
+def causal_with_an_empty_first_row(t):
+    """(T, T) boolean, True = IGNORE (nn.MultiheadAttention's reading): query 0 sees nothing."""
+    ignore = ~torch.tril(torch.ones(t, t, dtype=torch.bool))
+    ignore[0] = True
+    return ignore
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("leading", [(2,), (2, 3)], ids=["3-D", "4-D"])
+@pytest.mark.parametrize("mask_kind", ["boolean", "float -inf"])
+def test_torch_scaled_dot_product_attention_gives_an_empty_row_zeros(dtype, leading, mask_kind):
+    """The docstring's claim about torch's function (CPU): zeros, like ours, not NaN."""
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(*leading, 5, 4, generator=generator).to(getattr(torch, dtype))
+    keep = ~causal_with_an_empty_first_row(5)  # (T, T), True = take part
+    mask = keep if mask_kind == "boolean" else torch.zeros(5, 5, dtype=x.dtype)
+    if mask_kind != "boolean":
+        mask = mask.masked_fill(~keep, -math.inf)
+    output = torch.nn.functional.scaled_dot_product_attention(x, x, x, attn_mask=mask)
+    assert empty_row_of_torch(output[..., 0, :]) == "zeros"
+    assert torch.isfinite(output[..., 1:, :]).all()
+    assert empty_row_of_torch(torch.softmax(torch.full((5,), -math.inf), dim=-1)) == "NaN"
+
+
+def multihead_empty_row(
+    batch_first, one_tensor, mode, grad, need_weights, n_heads, dtype, float_mask=False
+):
+    """What nn.MultiheadAttention returns for the query with nothing to attend to, given a
+    boolean attn_mask (True = ignore) or the same mask as a float one (0 = keep, -inf = hide)."""
+    d_model, t = 12, 5  # 12 features: 1, 2, 3 and 4 heads all divide them
+    generator = torch.Generator().manual_seed(n_heads)
+    x = torch.randn(2, t, d_model, generator=generator, dtype=dtype)  # (B, T, D)
+    layer = torch.nn.MultiheadAttention(d_model, n_heads, batch_first=batch_first, dtype=dtype)
+    layer.train(mode == "train")
+    inputs = x if batch_first else x.transpose(0, 1)  # (T, B, D) when not batch-first
+    other = inputs if one_tensor else inputs.clone()  # equal values; another tensor or not
+    ignore = causal_with_an_empty_first_row(t)  # (T, T) boolean, True = ignore
+    if float_mask:  # the additive form: 0 where a key is kept, -inf where it is hidden
+        ignore = torch.zeros(t, t, dtype=dtype).masked_fill(ignore, -math.inf)
+    with torch.set_grad_enabled(grad):
+        output, _ = layer(
+            inputs,
+            other,
+            other,
+            attn_mask=ignore,
+            need_weights=need_weights,
+        )
+    rest = output[:, 1:] if batch_first else output[1:]  # every query that has a key
+    assert torch.isfinite(rest).all()
+    return empty_row_of_torch(output[0, 0])  # query 0 of sentence 0, in either layout
+
+
+def test_multihead_attention_gives_an_empty_row_nan_with_weights_or_on_its_fast_path():
+    """The grid behind attention.py's docstring and chapter 6's "Going deeper: rows with
+    nothing to attend to, in PyTorch" (torch 2.13.0, CPU): the row is NaN exactly when
+    need_weights=True, or on the fast path, which takes eval(), no gradients, an even number
+    of heads, batch_first=True, ONE tensor passed as query, key and value, and a boolean
+    attn_mask (a float 0/-inf mask leaves the path); everywhere else it is zeros."""
+    grid = itertools.product(
+        (True, False),  # batch_first
+        (True, False),  # one tensor as query, key and value (or key and value a copy)
+        ("train", "eval"),
+        (True, False),  # gradients recorded
+        (True, False),  # need_weights
+        (1, 2, 3, 4),  # heads
+        (torch.float32, torch.float64),
+        (False, True),  # a float mask (0 / -inf) instead of the boolean one
+    )
+    wrong = []
+    for batch_first, one_tensor, mode, grad, need_weights, n_heads, dtype, float_mask in grid:
+        fast_path = (
+            batch_first
+            and one_tensor
+            and mode == "eval"
+            and not grad
+            and n_heads % 2 == 0
+            and not float_mask
+        )
+        expected = "NaN" if need_weights or fast_path else "zeros"
+        case = (batch_first, one_tensor, mode, grad, need_weights, n_heads, dtype, float_mask)
+        got = multihead_empty_row(*case)
+        if got != expected:
+            wrong.append((*case, got))
+    assert not wrong, wrong
+
+
+def test_the_fast_path_conditions_the_documentation_leaves_out():
+    """Chapter 6's claim about where the fast path's conditions are written (torch 2.13.0):
+    the class docstring of nn.MultiheadAttention lists them (forward's does not mention the
+    path), but not the even number of heads nor the boolean mask, which only its source
+    checks (and the grid above measures)."""
+    layer = torch.nn.MultiheadAttention
+    assert "fastpath inference" in layer.__doc__ and "batch_first" in layer.__doc__
+    assert "fast" not in layer.forward.__doc__.lower()
+    assert "even" not in layer.__doc__ and "floating" not in layer.__doc__
+    source = inspect.getsource(layer.forward)
+    assert "self.num_heads is not even" in source
+    assert "floating-point masks are not supported for fast path" in source

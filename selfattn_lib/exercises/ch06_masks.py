@@ -64,6 +64,12 @@ def check_look_back_mask(look_back_mask: Callable[[int, int], Any]) -> kit.Feedb
                     f"{what}[{i}, {j}] is True: query {i} may look at the FUTURE key {j}. "
                     "Rows are queries and columns keys; only keys j <= i are allowed"
                 )
+            if window < t and np.array_equal(got, band(t, 0, t)):
+                raise kit.Mistake(
+                    f"{what} is the plain causal mask: every query sees all the keys before it. "
+                    f"The window hides the keys more than window - 1 = {window - 1} positions "
+                    "back: keep only i - window < j <= i"
+                )
             if np.array_equal(got, band(t, 0, window)):
                 raise kit.Mistake(
                     f"{what} lets each query see {window + 1} keys, one too many: with the "
@@ -71,7 +77,8 @@ def check_look_back_mask(look_back_mask: Callable[[int, int], Any]) -> kit.Feedb
                 )
             if np.array_equal(got, band(t, 0, window - 2)):
                 raise kit.Mistake(
-                    f"{what} lets each query see only {window - 1} keys, one too few: the "
+                    f"{what} lets each query see only {window - 1} "
+                    f"key{'' if window == 2 else 's'}, one too few: the "
                     "query itself counts, so the keys are i - window < j <= i"
                 )
             i, j = np.argwhere(got != expected)[0]
@@ -161,6 +168,23 @@ def check_left_padding_mask(left_padding_mask: Callable[[np.ndarray, int], Any])
                     f"{what} lets every sequence see one padding position too many: the real "
                     "tokens start at position max_len - length, not one before it"
                 )
+            if np.array_equal(got, as_mask(positions >= (lengths.max() - lengths)[:, None])):
+                raise kit.Mistake(
+                    f"{what} pads every sequence to lengths.max() = {lengths.max()}, the "
+                    f"longest sequence, but the batch has max_len = {max_len} positions: the "
+                    "real tokens of sequence b start at max_len - lengths[b]"
+                )
+            empty_rows = lengths == 0
+            if (
+                empty_rows.any()
+                and got[empty_rows].all()
+                and np.array_equal(got[~empty_rows], expected[~empty_rows])
+            ):
+                raise kit.Mistake(
+                    f"{what} makes every position of the sequence of length 0 real: it has no "
+                    "real token at all. (A slice such as `[-length:]` takes the whole row when "
+                    "length is 0, because -0 is 0)"
+                )
             b, _, j = np.argwhere(got != expected)[0]
             raise kit.Mistake(
                 f"{what}[{b}, 0, {j}] is {bool(got[b, 0, j])}: sequence {b} has length "
@@ -180,7 +204,9 @@ def check_masked_attention(masked_attention: Callable[..., Any]) -> kit.Feedback
     Expected signature: ``masked_attention(q, k, v, mask) -> (output, weights)`` with a
     boolean ``mask`` (``True`` = may attend). Masked keys get weight exactly 0, and a query
     that may attend to nothing gets zero weights and a zero output (not NaN, not uniform
-    weights).
+    weights). One case has a key whose score is about 1000, hidden from one query and allowed
+    for the other: a softmax that does not subtract each row's maximum overflows there, and
+    masking after the softmax then dividing by the row sums leaves nothing to divide.
 
     Shapes
     ------
@@ -206,16 +232,54 @@ def check_masked_attention(masked_attention: Callable[..., Any]) -> kit.Feedback
     keys_ok = (np.arange(5) < np.array([4, 2])[:, None])[:, None, :]  # (B, 1, T_k)
     masked = tril & keys_ok  # (B, T_q, T_k)
     masked[1, 0] = False  # a query that may look at nothing
+    # Key 2 scores about 1000 for both queries: hidden from query 0, allowed for query 1.
+    q_far = np.array([[[10.0, 0.0, 0.0, 0.0], [10.0, 0.5, 0.0, 0.0]]])  # (1, T_q, D_k)
+    k_far = np.array([[[0.3, 1.0, 0.0, 0.0], [-0.2, 0.0, 1.0, 0.0], [200.0, 0.0, 0.0, 0.0]]])
+    v_far = rng.normal(size=(1, 3, 2))  # (1, T_k, D_v)
+    far_mask = np.array([[[True, True, False], [True, True, True]]])  # (1, T_q, T_k)
 
-    def check_one(mask: np.ndarray, what: str) -> None:
-        allowed = np.broadcast_to(mask, plain.shape)  # (B, T_q, T_k)
+    def weights_for(q: np.ndarray, k: np.ndarray, allowed: np.ndarray, scale: float) -> np.ndarray:
+        """Masked softmax of ``q kᵀ · scale``, zeros for a row with nothing to attend to."""
+        return attention.scaled_dot_product_attention(q, k, k, mask=allowed, scale=scale)[1]
+
+    def check_one(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray, what: str) -> None:
+        (b_size, t_q, d_k), (t_k, d_v) = q.shape, v.shape[1:]
+        allowed = np.broadcast_to(mask, (b_size, t_q, t_k))  # (B, T_q, T_k)
         # Fully masked rows get zero weights and a zero output.
         expected_out, expected_w = attention.scaled_dot_product_attention(q, k, v, mask=allowed)
         result = kit.call_quietly(masked_attention, q.copy(), k.copy(), v.copy(), mask.copy())
         out_raw, w_raw = kit.as_tuple(result, 2, what, "a pair (output, weights)")
+        if np.shape(out_raw) == expected_w.shape and np.shape(w_raw) == expected_out.shape:
+            raise kit.Mistake(
+                f"{what} returned (weights, output): return them the other way round, "
+                "(output, weights)"
+            )
         w_values = kit.values_like(w_raw, expected_w)
         empty = ~allowed.any(axis=-1)  # (B, T_q)
-        if w_values is not None and np.isnan(w_values).any():
+        if w_values is not None:
+            stuck = ~empty & (np.isnan(w_values).any(axis=-1) | (w_values == 0).all(axis=-1))
+            if stuck.any():
+                b, i = (int(n) for n in np.argwhere(stuck)[0])
+                row_scores = q[b, i] @ k[b].T / np.sqrt(d_k)  # (T_k,)
+                top = int(row_scores.argmax())
+                got = "NaN" if np.isnan(w_values[b, i]).any() else "all 0"
+                if not allowed[b, i, top]:
+                    raise kit.Mistake(
+                        f"in {what} query {i} may attend to keys "
+                        f"{', '.join(str(j) for j in np.flatnonzero(allowed[b, i]))}, yet its "
+                        f"weights are {got}. Its hidden key {top} scores about "
+                        f"{row_scores[top]:.0f}, far above the others: a softmax over ALL the "
+                        "keys gives that key all the weight (the others underflow to 0), and "
+                        "masking AFTER the softmax then leaves nothing to renormalise. Mask the "
+                        "SCORES, then take the softmax"
+                    )
+                if row_scores.max() > 700:
+                    raise kit.Mistake(
+                        f"the weights of {what} are {got} for query {i}, whose largest score "
+                        f"is about {row_scores.max():.0f}: np.exp of it overflows to inf, and "
+                        "inf / inf is NaN. Subtract each row's largest score before np.exp "
+                        "(a stable softmax)"
+                    )
             if empty.any() and np.isnan(w_values[empty]).all():
                 raise kit.Mistake(
                     f"the weights of {what} are NaN for query 0 of sequence 1, which may "
@@ -251,20 +315,60 @@ def check_masked_attention(masked_attention: Callable[..., Any]) -> kit.Feedback
                 "what masking AFTER the softmax gives (zeroing weights leaves rows that no "
                 "longer sum to one). Mask the SCORES, then take the softmax"
             )
-        unscaled = softmax.softmax(np.where(allowed, q @ np.swapaxes(k, -1, -2), -np.inf), axis=-1)
-        if not np.allclose(w, expected_w) and np.allclose(np.nan_to_num(unscaled), w, atol=1e-8):
+        scales = [
+            (1.0, "those of unscaled scores Q Kᵀ: divide the scores by √d_k before the softmax"),
+            (1 / d_k, f"scaled by 1/d_k = 1/{d_k}: divide by the square root of d_k"),
+            (
+                1 / np.sqrt(d_v),
+                f"scaled by 1/√{d_v}, the size of the values: d_k = {d_k} is the last axis of "
+                "q and k",
+            ),
+            (
+                1 / np.sqrt(t_k),
+                f"scaled by 1/√{t_k}, the number of keys: d_k = {d_k} is the last axis of q and k",
+            ),
+            (
+                1 / np.sqrt(t_q),
+                f"scaled by 1/√{t_q}, the number of queries: d_k = {d_k} is the last axis of "
+                "q and k",
+            ),
+        ]
+        if not kit.match_known_mistakes(
+            w,
+            expected_w,
+            [(weights_for(q, k, allowed, scale), message) for scale, message in scales],
+            f"the weights of {what} are",
+            joiner=" ",
+        ):
+            kit.assert_close(w, expected_w, f"the weights of {what}")
+        if np.shape(out_raw) == (b_size, t_q, d_k) != expected_out.shape:
             raise kit.Mistake(
-                f"the weights of {what} are those of unscaled scores Q Kᵀ: divide the scores "
-                "by √d_k before the softmax"
+                f"the output of {what} has shape {np.shape(out_raw)}, with d_k = {d_k} "
+                "columns: it averages the queries or the keys. Average the VALUES v, "
+                f"(B, T_q, D_v) = {expected_out.shape}"
             )
-        kit.assert_close(w, expected_w, f"the weights of {what}")
         out = kit.as_result_array(out_raw, expected_out, f"the output of {what}")
+        unmasked = softmax.softmax(q @ np.swapaxes(k, -1, -2) / np.sqrt(d_k), axis=-1) @ v
+        kit.match_known_mistakes(
+            out,
+            expected_out,
+            [(unmasked, "comes from the weights before the mask: use the masked weights")],
+            f"the output of {what}",
+            joiner=" ",
+        )
         kit.assert_close(out, expected_out, f"the output of {what}")
 
     def checks() -> str:
-        check_one(plain, f"{name}(q, k, v, mask of all True)")
-        check_one(keys_ok, f"{name}(q, k, v, padding mask of shape (2, 1, 5))")
-        check_one(masked, f"{name}(q, k, v, mask of shape (2, 3, 5) with an empty row)")
+        check_one(q, k, v, plain, f"{name}(q, k, v, mask of all True)")
+        check_one(q, k, v, keys_ok, f"{name}(q, k, v, padding mask of shape (2, 1, 5))")
+        check_one(q, k, v, masked, f"{name}(q, k, v, mask of shape (2, 3, 5) with an empty row)")
+        check_one(
+            q_far,
+            k_far,
+            v_far,
+            far_mask,
+            f"{name}(q, k, v, mask of shape (1, 2, 3) hiding a key that scores about 1000)",
+        )
         kit.require_own_code(
             masked_attention,
             (q, k, v, masked),
@@ -274,7 +378,8 @@ def check_masked_attention(masked_attention: Callable[..., Any]) -> kit.Feedback
         )
         return (
             "Your masked attention is right: masked keys get exactly 0, the mask broadcasts, "
-            "and a query with nothing to attend to gets zeros, never NaN or uniform weights."
+            "a key scoring far above the others is handled, and a query with nothing to attend "
+            "to gets zeros, never NaN or uniform weights."
         )
 
     return kit.run_checks(checks)
@@ -288,8 +393,11 @@ def check_dependence(dependence: Callable[[Callable[..., Any], np.ndarray], Any]
     ``i`` changes, in any bit, once token ``j`` of ``x`` is replaced by a clearly different
     vector, and ``False`` when output ``i`` stays exactly the same. A causal layer gives the
     lower triangle, diagonal included. ``x`` itself must be left unchanged. The checker tries
-    a running sum, attention with no mask, a causal mask and a look-back window, and a causal
-    layer that leaks a tiny amount of the future.
+    a running sum, attention with no mask, a causal mask and a look-back window, two causal
+    layers that leak a tiny amount of the future (the second less than 1e-12, so a threshold
+    of that size misses it), and a causal layer in which each token
+    reaches each later output through one feature only (so an output that changes in one
+    feature must count as changed).
 
     Shapes
     ------
@@ -316,19 +424,49 @@ def check_dependence(dependence: Callable[[Callable[..., Any], np.ndarray], Any]
 
         return attend
 
-    def leaky_attend(x: np.ndarray) -> np.ndarray:
-        """Causal attention whose hidden scores are -20, not -inf: the future gets weights
-        of 1e-11 to 1e-9 here, far below np.allclose's tolerance, but not zero."""
-        scores = attention.attention_scores(x, x)  # (T, T)
-        weights = softmax.softmax(np.where(lower, scores, -20.0))
-        return weights @ x  # (T, D)
+    def leaky_attend(hidden_score: float) -> Callable[[np.ndarray], np.ndarray]:
+        """Causal attention whose hidden scores are ``hidden_score``, not -inf. With -20 the
+        future gets weights between 9e-12 and 5e-10 here, with -25 between 6e-14 and 3e-12:
+        far below np.allclose's tolerance, but not zero, and (at -25) far above the rounding
+        of the outputs, so that every clearly different token shows it. At -30 the smallest
+        change would be about one ulp of the outputs."""
+
+        def attend(x: np.ndarray) -> np.ndarray:
+            scores = attention.attention_scores(x, x)  # (T, T)
+            weights = softmax.softmax(np.where(lower, scores, hidden_score))
+            return weights @ x  # (T, D)
+
+        return attend
+
+    # The weights each leaky layer gives the future, for the feedback: (smallest, largest).
+    leaks = {
+        hidden: (float(w[~lower].min()), float(w[~lower].max()))
+        for hidden in (-20.0, -25.0)
+        for w in [softmax.softmax(np.where(lower, attention.attention_scores(x, x), hidden))]
+    }
+
+    def feature_shift(x: np.ndarray) -> np.ndarray:
+        """Feature f of output i is feature f of token i - f (0 before the start): a causal
+        layer in which token j reaches output i through feature i - j alone."""
+        out = np.zeros_like(x)  # (T, D)
+        for f in range(x.shape[1]):
+            out[f:, f] = x[: len(x) - f, f]
+        return out
+
+    reach = lower & ~np.tril(np.ones((t, t), dtype=bool), k=-x.shape[1])  # 0 <= i - j < D
 
     cases = (
         ("running sum", lambda x: np.cumsum(x, axis=0), lower),
         ("attention with a causal mask", attend_with(lower), lower),
         ("attention with no mask", attend_with(None), np.ones((t, t), dtype=bool)),
         ("attention with a look-back window of 2", attend_with(window), window),
-        ("causal attention that leaks a little", leaky_attend, np.ones((t, t), dtype=bool)),
+        ("causal attention that leaks a little", leaky_attend(-20.0), np.ones((t, t), dtype=bool)),
+        (
+            "causal attention that leaks very little",
+            leaky_attend(-25.0),
+            np.ones((t, t), dtype=bool),
+        ),
+        ("a layer that shifts feature f back by f positions", feature_shift, reach),
     )
 
     def checks() -> str:
@@ -351,12 +489,34 @@ def check_dependence(dependence: Callable[[Callable[..., Any], np.ndarray], Any]
                     "OUTPUT i changes when INPUT token j changes, so changing token j fills "
                     "column j"
                 )
-            if label.endswith("leaks a little") and np.array_equal(got, lower):
+            if "leaks" in label and np.array_equal(got & lower, lower):
+                low, high = leaks[-20.0 if label.endswith("a little") else -25.0]
+                missed = (
+                    "the future does not reach"
+                    if np.array_equal(got, lower)
+                    else ("only some future tokens reach")
+                )
                 raise kit.Mistake(
-                    f"{what} says the future does not reach earlier outputs, but this layer "
-                    "leaks: its hidden keys get weights of 1e-11 to 1e-9, so the earlier outputs "
-                    "do change, by less than a tolerance such as np.allclose's. A leak test "
-                    "must compare exactly (np.array_equal, or `!=`)"
+                    f"{what} says {missed} earlier outputs, but this layer leaks: its hidden "
+                    f"keys get weights of {low:.0e} to {high:.0e}, so the earlier outputs do "
+                    "change, by less than a tolerance such as np.allclose's or a threshold. A "
+                    "leak test must compare exactly (np.array_equal, or `!=`), after a clearly "
+                    f"different change of token j: a weight of {low:.0e} times a change of "
+                    "1e-13 is lost in rounding"
+                )
+            if label.startswith("a layer that shifts") and not got.any():
+                raise kit.Mistake(
+                    f"{what} is False everywhere, but in this layer token j changes ONE feature "
+                    "of each later output (feature i - j of output i). An output has changed "
+                    "when ANY of its features changed: `.any(axis=-1)`, not `.all(axis=-1)`"
+                )
+            if label.startswith("a layer that shifts") and np.array_equal(
+                got, np.eye(t, dtype=bool)
+            ):
+                raise kit.Mistake(
+                    f"{what} sees only the diagonal, but in this layer token j reaches output "
+                    "i through feature i - j alone: change EVERY feature of token j (add 1 to "
+                    "the whole vector) and compare EVERY feature of the outputs"
                 )
             if not got.any():
                 raise kit.Mistake(
@@ -372,7 +532,8 @@ def check_dependence(dependence: Callable[[Callable[..., Any], np.ndarray], Any]
             )
         return (
             "Your leak detector is right: it changes one token at a time, in a copy, and "
-            "compares exactly, so even a leak of 1e-11 shows."
+            f"compares exactly, so even a weight of {leaks[-25.0][0]:.0e} on a future token "
+            "shows."
         )
 
     return kit.run_checks(checks)

@@ -2,6 +2,8 @@
 the mistake in typical wrong answers and accepts the usual correct alternatives. What every
 checker promises is tested once, over REFERENCES, in test_exercises_registry.py."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -19,16 +21,33 @@ def ch5_softmax_jacobian(scores):
     return np.diag(weights) - np.outer(weights, weights)
 
 
-def ch5_saturation_dimension(n_keys, threshold, rng, statistic=np.median):
+def ch5_saturation_dimension(
+    n_keys,
+    threshold,
+    rng,
+    statistic=np.median,
+    *,
+    first=0,
+    scaled=False,
+    keys=None,
+    top=lambda weights: weights.max(axis=-1),
+    softmax_axis=-1,
+    stop=True,
+):
+    """The reference search, or one of the usual slips (each keyword changes one thing)."""
     from selfattn_lib.softmax import softmax
 
-    for d_k in (2**n for n in range(11)):  # 1, 2, 4, ..., 1024
+    found = None
+    for d_k in (2**n for n in range(first, 11)):  # 1, 2, 4, ..., 1024
         q = rng.standard_normal((2000, d_k))
-        k = rng.standard_normal((2000, n_keys, d_k))
-        top = softmax(np.einsum("nd,nkd->nk", q, k), axis=-1).max(axis=-1)
-        if statistic(top) > threshold:
-            return d_k
-    return None
+        k = rng.standard_normal((2000, keys or n_keys, d_k))
+        dots = np.einsum("nd,nkd->nk", q, k)
+        weights = softmax(dots / np.sqrt(d_k) if scaled else dots, axis=softmax_axis)
+        if statistic(top(weights)) > threshold:
+            found = d_k
+            if stop:
+                return found
+    return found
 
 
 def ch5_stub(*args):
@@ -56,41 +75,121 @@ def test_ch5_checkers_pass_the_reference_and_report_the_stub(name):
     assert not stub.attempted and "Not attempted yet" in repr(stub)
 
 
-def test_ch5_score_scale_names_typical_mistakes():
-    check = exercises.check_score_scale
+def ch5_scale(d_k, s2, t, *, root_target=True, fourth=True, root_all=True):
+    """c = σ / (s² √d_k), or one of the usual slips."""
+    target = np.sqrt(t) if root_target else t
+    spread = d_k * (s2**2 if fourth else s2)  # Var(q·k) = d_k s⁴
+    return target / np.sqrt(spread) if root_all else target / spread
 
-    def only_root_d_k(d_k, entry_variance, target_variance):
-        return 1 / np.sqrt(d_k)
 
-    assert_ch5_mistake(check(only_root_d_k), "only_root_d_k(16, 4, 1)", "s² and the target")
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (lambda d, s2, t: 1 / np.sqrt(d), ["(100, 0.25, 9) returned 0.1", "s² and the target"]),
+        (lambda d, s2, t: 1 / (s2 * np.sqrt(d)), ["the target σ² is missing"]),
+        (lambda d, s2, t: ch5_scale(d, s2, t, fourth=False), ["s² · s² = s⁴"]),
+        (lambda d, s2, t: np.sqrt(t) / (np.sqrt(s2) * np.sqrt(d)), ["σ / (s √d_k)"]),
+        (
+            lambda d, s2, t: t / (d * s2**2),
+            ["returned 1.44", "ratio of the VARIANCES, which is c², not c", "= 12.96 instead"],
+        ),
+        (lambda d, s2, t: ch5_scale(d, s2, t, root_target=False), ["σ² where its square root"]),
+        (lambda d, s2, t: ch5_scale(d, s2, t, root_all=False), ["instead of by its square root"]),
+        (lambda d, s2, t: np.sqrt(t) / (d * s2), ["not by d_k s²"]),
+        (lambda d, s2, t: s2 * np.sqrt(d) / np.sqrt(t), ["number to DIVIDE"]),
+        (lambda d, s2, t: -ch5_scale(d, s2, t), ["must be positive (c > 0)", "flips the sign"]),
+        (lambda d, s2, t: t**1 / 2 / (s2 * np.sqrt(d)), ["** binds tighter than /"]),
+        (lambda d, s2, t: (t / (d * s2**2)) ** 1 / 2, ["** binds tighter than /"]),
+        (lambda d, s2, t: round(ch5_scale(d, s2, t), 2), ["(64, 1, 1) returned 0.12", "round"]),
+        (lambda d, s2, t: 0.0, ["must be positive (c > 0)"]),
+        (lambda d, s2, t: 0.5, ["have variance 1.5625, not 9", "c² d_k s⁴"]),
+        (lambda d, s2, t: np.array([ch5_scale(d, s2, t)]), ["shape (1,), expected ()"]),
+        (
+            lambda d, s2, t: int(np.sqrt(t)) / (s2 * np.sqrt(d)),
+            ["(32, 4, 7) returned 0.0883883", "rounded σ = √σ² = 2.64575 to the whole number 2"],
+        ),
+        (
+            lambda d, s2, t: math.isqrt(int(t)) / (s2 * math.sqrt(d)),
+            ["rounded σ = √σ² = 2.64575 to the whole number 2"],
+        ),
+        (
+            lambda d, s2, t: round(math.sqrt(t)) / (s2 * math.sqrt(d)),
+            ["rounded σ = √σ² = 2.64575 to the whole number 3"],
+        ),
+    ],
+    ids=[
+        "1/sqrt(d_k)",
+        "target forgotten",
+        "s2 for s4",
+        "s for s2",
+        "ratio of variances",
+        "sigma2 for sigma",
+        "variance for std",
+        "d_k s2",
+        "divisor",
+        "negative",
+        "** 1/2 on the target",
+        "** 1/2 on the ratio",
+        "rounded",
+        "zero",
+        "a constant",
+        "an array of one",
+        "int(sigma)",
+        "isqrt",
+        "round(sigma)",
+    ],
+)
+def test_ch5_score_scale_names_typical_mistakes(answer, fragments):
+    assert_ch5_mistake(exercises.check_score_scale(answer), *fragments)
 
-    def variance_s2(d_k, entry_variance, target_variance):
-        return np.sqrt(target_variance / (d_k * entry_variance))
 
-    assert_ch5_mistake(check(variance_s2), "s² · s² = s⁴")
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda d, s2, t: (t / (d * s2**2)) ** 0.5,
+        lambda d, s2, t: math.sqrt(t) / (s2 * math.sqrt(d)),
+        lambda d, s2, t: np.sqrt(t) / s2 / np.sqrt(d),
+        lambda d, s2, t: np.float32(ch5_scale(d, s2, t)),
+        lambda d, s2, t: np.array(ch5_scale(d, s2, t)),
+    ],
+    ids=["power", "math", "two divisions", "float32", "0-d array"],
+)
+def test_ch5_score_scale_accepts_correct_variants(answer):
+    assert exercises.check_score_scale(answer).passed
 
-    def no_root(d_k, entry_variance, target_variance):
-        return target_variance / (d_k * entry_variance**2)
 
-    assert_ch5_mistake(
-        check(no_root),
-        "no_root(64, 1, 1) returned 0.015625",
-        "ratio of the VARIANCES, which is c², not c",
-        "variance σ⁴ / (d_k s⁴) = 0.015625 instead of σ² = 1",
-    )
+def test_ch5_score_scale_accepts_a_torch_scalar():
+    torch = pytest.importorskip("torch")
+    answer = lambda d, s2, t: torch.tensor(t).sqrt() / (s2 * math.sqrt(d))  # noqa: E731
+    assert exercises.check_score_scale(answer).passed
 
-    def divisor(d_k, entry_variance, target_variance):
-        return entry_variance * np.sqrt(d_k) / np.sqrt(target_variance)
 
-    assert_ch5_mistake(check(divisor), "number to DIVIDE the scores by")
-    assert_ch5_mistake(check(lambda d, s2, t: 0.5), "have variance", "c² d_k s⁴")
+def test_ch5_score_scale_first_case_tells_every_slip_apart():
+    """The first case decides: no two slips of the catalogue give the same number there, so
+    the first match is the learner's slip (at (64, 1, 1) six of them would coincide)."""
+    d, s2, t = 100, 0.25, 9.0
+    values = [
+        1 / np.sqrt(d),
+        1 / (s2 * np.sqrt(d)),
+        ch5_scale(d, s2, t, fourth=False),
+        t / (d * s2**2),
+        ch5_scale(d, s2, t, root_target=False),
+        ch5_scale(d, s2, t, root_all=False),
+        np.sqrt(t) / (d * s2),
+        s2 * np.sqrt(d) / np.sqrt(t),
+        -ch5_scale(d, s2, t),
+        t / 2 / (s2 * np.sqrt(d)),
+        t / (d * s2**2) / 2,
+        ch5_scale(d, s2, t),
+    ]
+    assert len({round(value, 9) for value in values}) == len(values)
 
 
 def test_ch5_score_scale_says_what_the_missing_square_root_does_to_the_variance():
     """c = σ² / (d_k s⁴) gives scores of variance c² d_k s⁴ = σ⁴ / (d_k s⁴): derived here
     and measured by simulation, and that is what the feedback says (not that it sets the
     standard deviation to σ², which holds only when d_k s⁴ = 1)."""
-    d_k, s2, t = 9, 2.0, 9.0  # the checker's last case, where the slip is not the answer
+    d_k, s2, t = 9, 2.0, 9.0  # the checker's fourth case, where the slip is not the answer
     c = t / (d_k * s2**2)
     rng = np.random.default_rng(0)
     q = rng.normal(scale=np.sqrt(s2), size=(200_000, d_k))
@@ -110,72 +209,178 @@ def test_ch5_score_scale_says_what_the_missing_square_root_does_to_the_variance(
     assert "STANDARD DEVIATION" not in feedback.message
 
 
-def test_ch5_softmax_jacobian_names_typical_mistakes():
-    from selfattn_lib.softmax import softmax
-
-    check = exercises.check_softmax_jacobian
-
-    def diagonal_only(scores):
-        return np.diag(softmax(scores))
-
-    assert_ch5_mistake(check(diagonal_only), "diagonal_only([1.0, 2.0, 3.0])", "np.outer(w, w)")
-
-    def no_off_diagonal(scores):
-        weights = softmax(scores)
-        return np.diag(weights * (1 - weights))
-
-    assert_ch5_mistake(check(no_off_diagonal), "off-diagonal entries are −w_i w_j")
-
-    def broadcast_square(scores):
-        weights = softmax(scores)
-        return np.diag(weights) - weights * weights
-
-    assert_ch5_mistake(check(broadcast_square), "broadcasts the vector of squares")
-
-    def flipped(scores):
-        return -ch5_softmax_jacobian(scores)
-
-    assert_ch5_mistake(check(flipped), "the sign is flipped")
-
-    def naive(scores):
-        weights = np.exp(scores) / np.exp(scores).sum()
-        return np.diag(weights) - np.outer(weights, weights)
-
-    assert_ch5_mistake(check(naive), "[1000.0, 999.0, 990.0]", "NaN", "stable softmax")
-    assert_ch5_mistake(check(softmax), "returned shape (3,), one number per score")
+def ch5_weights(scores):
+    exponentials = np.exp(scores - scores.max())
+    return exponentials / exponentials.sum()
 
 
-def test_ch5_saturation_dimension_names_typical_mistakes():
+def ch5_jacobian_of(weights):
+    return np.diag(weights) - np.outer(weights, weights)
+
+
+def ch5_jacobian_in_place(scores):
+    scores -= scores.max()  # changes the caller's array
+    return ch5_jacobian_of(np.exp(scores) / np.exp(scores).sum())
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (lambda z: np.diag(ch5_weights(z)), ["([1.0, 2.0, 3.0])", "only diag(w)", "np.outer"]),
+        (
+            lambda z: np.diag(ch5_weights(z) * (1 - ch5_weights(z))),
+            ["off-diagonal entries are −w_i w_j"],
+        ),
+        (lambda z: -ch5_softmax_jacobian(z), ["the sign is flipped"]),
+        (
+            lambda z: np.diag(ch5_weights(z)) - ch5_weights(z) * ch5_weights(z),
+            ["broadcasts the vector of squares"],
+        ),
+        (
+            lambda z: np.diag(ch5_weights(z)) - ch5_weights(z)[:, None] ** 2,
+            ["w_i² in every entry of row i"],
+        ),
+        (lambda z: ch5_jacobian_of(z), ["you used the scores z"]),
+        (lambda z: np.eye(len(z)) - ch5_weights(z)[None, :], ["without the factor w_i"]),
+        (
+            lambda z: ch5_weights(z)[:, None] * (1 - ch5_weights(z)[None, :]),
+            ["the 1 belongs on the diagonal only"],
+        ),
+        (
+            lambda z: np.diag(ch5_weights(z)) - ch5_weights(z) @ ch5_weights(z),
+            ["w @ w, the inner product"],
+        ),
+        (lambda z: ch5_jacobian_of(np.exp(z - z.max())), ["divide them by their sum"]),
+        (lambda z: ch5_jacobian_of(ch5_weights(-z)), ["softmax of −z"]),
+        (
+            lambda z: ch5_jacobian_of(np.exp(z) / np.exp(z).sum()),
+            ["[1000.0, 999.0, 990.0]", "NaN", "stable softmax"],
+        ),
+        (ch5_weights, ["returned shape (3,), one number per score"]),
+        (ch5_jacobian_in_place, ["changed the array it was given"]),
+    ],
+    ids=[
+        "diagonal only",
+        "no off-diagonal",
+        "flipped sign",
+        "w * w",
+        "w_i squared",
+        "scores for weights",
+        "no factor w_i",
+        "1 everywhere",
+        "inner product",
+        "unnormalised",
+        "softmax of -z",
+        "naive softmax",
+        "the weights",
+        "in place",
+    ],
+)
+def test_ch5_softmax_jacobian_names_typical_mistakes(answer, fragments):
+    assert_ch5_mistake(exercises.check_softmax_jacobian(answer), *fragments)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda z: ch5_jacobian_of(ch5_weights(z)),
+        lambda z: ch5_weights(z)[:, None] * (np.eye(len(z)) - ch5_weights(z)[None, :]),
+        lambda z: (
+            np.diagflat(ch5_weights(z)) - np.einsum("i,j->ij", ch5_weights(z), ch5_weights(z))
+        ),
+        lambda z: ch5_jacobian_of(np.exp(z - z.max() - np.log(np.exp(z - z.max()).sum()))),
+        lambda z: ch5_jacobian_of(ch5_weights(z.astype(np.float32))),
+        lambda z: ch5_jacobian_of(ch5_weights(z)).T,
+        lambda z: ch5_jacobian_of(ch5_weights(z)).tolist(),
+    ],
+    ids=["own softmax", "broadcast", "einsum", "log-sum-exp", "float32", "transposed", "list"],
+)
+def test_ch5_softmax_jacobian_accepts_correct_variants(answer):
+    assert exercises.check_softmax_jacobian(answer).passed
+
+
+@pytest.mark.parametrize(
+    ("slip", "fragments"),
+    [
+        ({"statistic": np.mean}, ["(8, 0.75, rng) returned 32", "the MEAN", "np.median"]),
+        ({"scaled": True}, ["returned None", "UNSCALED"]),
+        ({"softmax_axis": 0}, ["returned None", "axis=-1"]),
+        ({"top": np.max}, ["returned 1", "max over the whole array"]),
+        ({"keys": 8}, ["(2, 0.99, rng) returned 128", "whatever n_keys is"]),
+        ({"first": 1}, ["(8, 0.2, rng) returned 2", "start at d_k = 1"]),
+        ({"stop": False}, ["returned 1024", "your search does not stop", "FIRST d_k"]),
+        (
+            {"statistic": lambda top: np.percentile(top, 40)},
+            ["(8, 0.75, rng) returned 32", "FIRST d_k", "your statistic is not the median"],
+        ),
+    ],
+    ids=[
+        "mean",
+        "scaled",
+        "softmax over queries",
+        "max of all",
+        "8 keys",
+        "starts at 2",
+        "last",
+        "40th percentile",
+    ],
+)
+def test_ch5_saturation_dimension_names_typical_mistakes(slip, fragments):
+    def slipped(n_keys, threshold, rng):
+        return ch5_saturation_dimension(n_keys, threshold, rng, **slip)
+
+    assert_ch5_mistake(exercises.check_saturation_dimension(slipped), *fragments)
+
+
+def test_ch5_saturation_dimension_names_answers_off_by_one_step():
     check = exercises.check_saturation_dimension
-
-    def with_mean(n_keys, threshold, rng):
-        return ch5_saturation_dimension(n_keys, threshold, rng, statistic=np.mean)
-
-    assert_ch5_mistake(check(with_mean), "with_mean(8, 0.75, rng) returned 32", "the MEAN")
-
-    def scaled(n_keys, threshold, rng):
-        from selfattn_lib.softmax import softmax
-
-        for d_k in (2**n for n in range(11)):  # 1, 2, 4, ..., 1024
-            q = rng.standard_normal((2000, d_k))
-            k = rng.standard_normal((2000, n_keys, d_k))
-            top = softmax(np.einsum("nd,nkd->nk", q, k) / np.sqrt(d_k), axis=-1).max(axis=-1)
-            if np.median(top) > threshold:
-                return d_k
-        return None
-
-    assert_ch5_mistake(check(scaled), "returned None", "UNSCALED")
 
     def one_too_late(n_keys, threshold, rng):
         return 2 * ch5_saturation_dimension(n_keys, threshold, rng)
 
-    assert_ch5_mistake(check(one_too_late), "returned 32", "FIRST d_k")
+    assert_ch5_mistake(check(one_too_late), "returned 32", "FIRST d_k", "not the median")
 
     def one_too_early(n_keys, threshold, rng):
         return ch5_saturation_dimension(n_keys, threshold, rng) // 2
 
     assert_ch5_mistake(check(one_too_early), "returned 8", "is only about")
     assert_ch5_mistake(check(lambda n, t, rng: 100), "one of d_k = 1, 2, 4")
+
+    def the_median_itself(n_keys, threshold, rng):
+        return 0.8  # the statistic, not the d_k
+
+    assert_ch5_mistake(check(the_median_itself), "returned 0.8", "one of d_k = 1, 2, 4")
+
+
+def ch5_saturation_by_matmul(n_keys, threshold, rng):
+    from selfattn_lib.softmax import softmax
+
+    for d_k in (2**n for n in range(11)):
+        k = rng.standard_normal((2000, n_keys, d_k))  # the keys first
+        q = rng.standard_normal((2000, d_k, 1))
+        top = softmax((k @ q)[..., 0], axis=-1).max(axis=-1)  # batched matmul
+        if np.median(top) > threshold:
+            return float(d_k)  # a float is a number too
+    return None
+
+
+def ch5_saturation_in_float32(n_keys, threshold, rng):
+    from selfattn_lib.softmax import softmax
+
+    for d_k in (2**n for n in range(11)):
+        q = rng.standard_normal((4000, d_k), dtype=np.float32)  # more queries, float32
+        k = rng.standard_normal((4000, n_keys, d_k), dtype=np.float32)
+        top = softmax(np.einsum("nd,nkd->nk", q, k), axis=-1).max(axis=-1)
+        if np.median(top) > threshold:
+            return np.int64(d_k)
+    return None
+
+
+@pytest.mark.parametrize(
+    "answer", [ch5_saturation_by_matmul, ch5_saturation_in_float32], ids=["matmul", "float32"]
+)
+def test_ch5_saturation_dimension_accepts_correct_variants(answer):
+    assert exercises.check_saturation_dimension(answer).passed
 
 
 # Every checker of the chapter with a correct answer: test_exercises_registry.py runs them.
