@@ -34,7 +34,7 @@ def scaling_effect(
     rng: np.random.Generator | None = None,
     axes: Sequence[Axes] | None = None,
 ) -> Figure:
-    """Draw what dividing by ``√d_k`` does to scores and weights at one key dimension ``d_k``.
+    """Draw what dividing by ``√d_k`` does to dot products and weights at one key dimension ``d_k``.
 
     Left: histograms of ``n_samples`` dot products ``q·k`` of random vectors with independent
     standard normal entries, unscaled and divided by ``√d_k`` (their standard deviations are
@@ -53,7 +53,7 @@ def scaling_effect(
         side.
 
     The histogram's title gives ``d_k`` and, on a second line (so that it fits a panel half
-    as wide as the book's column), the standard deviations of the unscaled and scaled scores.
+    as wide as the book's column), the standard deviations of the dot products, unscaled and scaled.
 
     Shapes
     ------
@@ -111,7 +111,7 @@ def scaling_effect(
         label="q·k / √d_k",
     )
     hist_ax.set_xlim(-reach, reach)
-    hist_ax.set_xlabel("score")
+    hist_ax.set_xlabel("q·k, or q·k / √d_k")
     hist_ax.set_ylabel(f"count (of {n_samples})")
     hist_ax.set_title(
         f"d_k = {d_k}: std of q·k\n{unscaled.std():.2f} unscaled, {scaled.std():.2f} scaled",
@@ -293,8 +293,8 @@ def versus_dimension(
     connect: bool = True,
     ax: Axes | None = None,
 ) -> Figure:
-    """Plot a statistic measured for unscaled scores ``q·k`` (vermillion circles) and scaled
-    scores ``q·k / √d_k`` (blue squares) against ``d_k`` on a base-2 logarithmic axis, with
+    """Plot a statistic measured for unscaled dot products ``q·k`` (vermillion circles) and
+    scaled ones ``q·k / √d_k`` (blue squares) against ``d_k`` on a base-2 logarithmic axis, with
     grey reference lines (``guides``: a constant or one value per ``d_k``, and a label;
     dashed, then dotted). With ``connect=False`` the measurements are markers only, so that a
     guide they lie on stays visible.

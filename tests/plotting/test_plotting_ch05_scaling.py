@@ -12,7 +12,7 @@ def test_ch5_scaling_effect_shows_the_spread_and_the_weights_of_one_query():
     hist_ax, bar_ax = fig.axes
     assert hist_ax.get_title().startswith("d_k = 64: std of q·k\n")  # two lines
     assert (hist_ax.get_xlabel(), bar_ax.get_xlabel(), bar_ax.get_ylabel()) == (
-        "score",
+        "q·k, or q·k / √d_k",
         "key",
         "softmax weight",
     )
@@ -201,7 +201,7 @@ def test_ch5_scaling_effect_rows_draw_one_row_per_d_k_and_stack_on_a_phone():
     assert len(fig.axes) == 4 and fig.get_size_inches().tolist() == [7.2, 4.8]
     assert [ax.get_title().split(":")[0] for ax in fig.axes[::2]] == ["d_k = 4", "d_k = 64"]
     assert {ax.get_title() for ax in fig.axes[1::2]} == {"weights of one query over 8 keys"}
-    assert {ax.get_xlabel() for ax in fig.axes[::2]} == {"score"}
+    assert {ax.get_xlabel() for ax in fig.axes[::2]} == {"q·k, or q·k / √d_k"}
     assert {ax.get_ylabel() for ax in fig.axes[1::2]} == {"softmax weight"}
     alone = plotting.scaling_effect(64)  # a row is the slider's figure at that d_k
     heights = [patch.get_height() for patch in fig.axes[3].patches]
