@@ -515,6 +515,11 @@ def check_encoder_layer_numpy(encoder_layer_numpy: Callable[..., Any]) -> kit.Fe
         got = kit.as_result_array(kit.plain(result), expected, what)
         if np.allclose(got, expected, rtol=1e-7, atol=1e-9):
             return
+        if np.allclose(got, x, rtol=1e-7, atol=1e-9):
+            raise kit.Mistake(
+                f"{what} returns x unchanged: apply the two sublayers, attention and then the "
+                "feed-forward network, each with its residual connection and layer norm"
+            )
         if np.allclose(got, encoder.encoder_layer(x, params, n_heads, mask, not norm_first)):
             placement = ("post-norm", "pre-norm") if norm_first else ("pre-norm", "post-norm")
             raise kit.Mistake(

@@ -86,6 +86,11 @@ def check_shift_right(shift_right: Callable[..., Any]) -> kit.Feedback:
         pad = np.zeros_like(tgt[:, :1])
         wrong = [
             (
+                tgt,
+                "returns the target itself, unshifted: position t would read the very token "
+                "it must predict. Put <bos> in front and drop the last token",
+            ),
+            (
                 np.concatenate([tgt[:, 1:], pad], axis=1),
                 "shifts the target to the LEFT: input t would then be target token t + 1, the "
                 "very token position t must predict, so the model could simply copy it",

@@ -385,7 +385,8 @@ def test_ch9_sublayer_connection_names_typical_mistakes(answer, fragments):
             lambda x, p, h, m, first: ch9_encoder_layer(x, p, h, m, first, swap_norms=True),
             ["two layer norms are swapped"],
         ),
-        (lambda x, p, h, m, first: x, ["is off at index"]),
+        (lambda x, p, h, m, first: x, ["returns x unchanged"]),
+        (lambda x, p, h, m, first: 2 * x, ["is off at index"]),  # not a known slip: where
         (lambda x, p, h, m, first: x[:, :-1], ["returned shape"]),
         # Mistakes written from the prompt alone (issue 27, round 3).
         (

@@ -234,7 +234,8 @@ def ch10_overwrite_in_place(tgt, bos_id):
         ),
         (ch10_overwrite_in_place, ["changed the target it was given"]),
         (lambda tgt, bos: None, ["forget the `return`"]),
-        (lambda tgt, bos: tgt, ["expected 1 (bos_id)"]),
+        (lambda tgt, bos: tgt, ["returns the target itself, unshifted"]),
+        (lambda tgt, bos: np.full_like(tgt, bos), ["[0, 1] is 1, expected 7 (target token 0)"]),
         # Mistakes written from the prompt alone (issue 27, round 3).
         (
             lambda tgt, bos: np.concatenate([np.zeros_like(tgt[:, :1]), tgt[:, :-1]], axis=1),
