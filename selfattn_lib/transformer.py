@@ -145,8 +145,8 @@ class Transformer(nn.Module):
     Token embeddings are multiplied by ``√D`` and added to sinusoidal positional encodings
     (then dropout); the encoder reads the source, the decoder reads the target shifted right
     (it starts with a beginning-of-sequence token) under a causal mask and attends to the
-    encoder's output; a linear layer maps each decoder position to scores (logits) over the
-    target vocabulary. Padding tokens (``config.pad_id``) are masked out as keys.
+    encoder's output; a linear layer maps each decoder position to logits over the target
+    vocabulary. Padding tokens (``config.pad_id``) are masked out as keys.
 
     Shapes
     ------
@@ -230,7 +230,7 @@ class Transformer(nn.Module):
         """Logits for every target position, given the encoder's ``memory`` of ``src``.
 
         Position ``t`` sees target tokens ``0 … t`` only (causal mask) and every source token
-        that is not padding; its logits score the token at ``t + 1``.
+        that is not padding; its logits are those of the token at ``t + 1``.
 
         Shapes
         ------

@@ -124,7 +124,25 @@ def test_the_papers_models_have_the_parameters_of_table_3(config, reported, expe
     with torch.device("meta"):  # shapes only: no memory for 200 million numbers
         model = Transformer(config)
     assert count_parameters(model) == expected
-    assert abs(expected - reported) / reported < 0.035  # Table 3 rounds; vocabularies vary
+    assert abs(expected - reported) / reported < 0.035  # not explained by the vocabulary: below
+
+
+def test_no_one_vocabulary_gives_both_table_3_counts():
+    """Chapter 10's vocabulary arithmetic: the count grows by D per token, so a count printed
+    to the million (Table 3: base 65M, big 213M) fixes a range of vocabulary sizes. The big
+    model's range lies below the base model's, and 37,000 (the paper's "about 37000") is in
+    neither: no single vocabulary explains both counts."""
+
+    def vocabularies(d_model: int, d_ff: int, millions: int) -> tuple[float, float]:
+        layers = paper_count(0, d_model, d_ff)  # everything but the V x D embeddings
+        return tuple(((millions + half) * 1e6 - layers) / d_model for half in (-0.5, 0.5))
+
+    base, big = vocabularies(512, 2048, 65), vocabularies(1024, 4096, 213)
+    assert [round(v) for v in (*big, *base)] == [35_296, 36_272, 39_769, 41_722]  # as printed
+    assert big[1] < base[0]
+    assert not any(low <= 37_000 <= high for low, high in (base, big))
+    assert round(paper_count(37_000, 512, 2048) / 1e6) == 63  # not 65
+    assert round(paper_count(37_000, 1024, 4096) / 1e6) == 214  # not 213
 
 
 @pytest.mark.parametrize(

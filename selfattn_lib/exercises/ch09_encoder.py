@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -67,7 +68,7 @@ def check_rms_norm(rms_norm: Callable[..., Any]) -> kit.Feedback:
             (
                 x / (np.sqrt(mean_square) + eps) * gain,
                 "eps is added after the square root; it goes inside, sqrt(mean(x²) + eps), as "
-                "in layer norm (it matters for vectors of tiny size)",
+                "in layer norm (it matters for vectors of tiny length)",
             ),
             (
                 x / np.sqrt(x.var(axis=-1, keepdims=True) + eps) * gain,
@@ -93,11 +94,37 @@ def check_rms_norm(rms_norm: Callable[..., Any]) -> kit.Feedback:
                 "eps is missing: add it to the mean square inside the square root, which "
                 "keeps tiny vectors from being blown up (and a zero vector from giving NaN)",
             ),
+            *(
+                (
+                    x / np.sqrt((x**2).mean(axis=axis, keepdims=True) + eps) * gain,
+                    f"it averages over {'the first axis' if axis == 0 else f'axis {axis}'}: "
+                    "the statistics of RMSNorm, like those of layer norm, are taken over the "
+                    "features of ONE vector, the last axis (axis=-1, keepdims=True)",
+                )
+                for axis in range(x.ndim - 1)
+            ),
             (
-                x / np.sqrt((x**2).mean(axis=0, keepdims=True) + eps) * gain,
-                "it averages over the first axis: the statistics of RMSNorm, like those of "
-                "layer norm, are taken over the features of ONE vector, the last axis "
-                "(axis=-1, keepdims=True)",
+                x / np.sqrt((x**2).sum(axis=-1, keepdims=True) / (x.shape[-1] - 1) + eps) * gain,
+                "it divides the sum of the squares by D - 1: the root MEAN square divides by "
+                "D (there is no mean to correct for)",
+            ),
+            (
+                x / np.sqrt(mean_square + eps) / gain,
+                "it divides by the gain: the normalised vector is MULTIPLIED by the gain",
+            ),
+            (
+                x * gain / np.sqrt(((x * gain) ** 2).mean(axis=-1, keepdims=True) + eps),
+                "it applies the gain before normalising, so the gain cancels out: take the "
+                "root mean square of x itself, then multiply the normalised vector by the gain",
+            ),
+            (
+                x * np.sqrt(mean_square + eps) * gain,
+                "it multiplies by the root mean square instead of dividing by it",
+            ),
+            (
+                x / (np.abs(x).mean(axis=-1, keepdims=True) + eps) * gain,
+                "it divides by the mean ABSOLUTE value; RMSNorm divides by the square root of "
+                "the mean of the SQUARES, sqrt(mean(x²) + eps)",
             ),
             (
                 x / np.sqrt((x**2).mean() + eps) * gain,
@@ -111,7 +138,15 @@ def check_rms_norm(rms_norm: Callable[..., Any]) -> kit.Feedback:
         for x, gain, eps in cases:
             what = f"{name}(x of shape {x.shape}, gain, eps={eps:g})"
             expected = encoder.rms_norm(x, gain, eps)
-            result = kit.plain(kit.call_quietly(rms_norm, x.copy(), gain.copy(), eps))
+            try:
+                result = kit.plain(kit.call_quietly(rms_norm, x.copy(), gain.copy(), eps))
+            except kit.Mistake as error:
+                if "could not be broadcast" not in str(error):
+                    raise
+                raise kit.Mistake(
+                    f"{error}. The mean over the last axis lost that axis, so it no longer "
+                    "lines up with the D features of x: keep it (axis=-1, keepdims=True)"
+                ) from error
             got = kit.as_result_array(result, expected, what)
             if kit.match_known_mistakes(got, expected, mistakes(x, gain, eps), what, atol=1e-10):
                 continue
@@ -184,6 +219,16 @@ def check_sublayer_connection(sublayer_connection: Callable[..., Any]) -> kit.Fe
             sublayer(x),
             "it returns the sublayer's output alone: add x and apply the norm",
         ),
+        (
+            sublayer(norm(x)),
+            "the residual is missing: it returns F(LN(x)) alone, without adding x",
+        ),
+        (
+            x + norm(sublayer(norm(x))),
+            "it normalises both the sublayer's input and its output (a 'sandwich'), inside "
+            "the residual branch: post-norm is LN(x + Sublayer(x)), pre-norm "
+            "x + Sublayer(LN(x)), one norm each",
+        ),
     ]
     cases = {
         False: [
@@ -191,6 +236,16 @@ def check_sublayer_connection(sublayer_connection: Callable[..., Any]) -> kit.Fe
                 pre,
                 "with norm_first=False this is pre-norm, x + Sublayer(LN(x)). norm_first=False "
                 "is the paper's post-norm: LN(x + Sublayer(x))",
+            ),
+            (
+                norm(x + sublayer(norm(x))),
+                "it also normalises the sublayer's INPUT: post-norm runs the sublayer on x "
+                "itself and normalises only the sum, LN(x + Sublayer(x))",
+            ),
+            (
+                norm(x) + sublayer(x),
+                "it normalises x alone and adds the sublayer's output after the norm: "
+                "post-norm normalises the SUM, LN(x + Sublayer(x))",
             ),
             *common,
         ],
@@ -218,7 +273,13 @@ def check_sublayer_connection(sublayer_connection: Callable[..., Any]) -> kit.Fe
     def checks() -> str:
         for norm_first, expected in ((False, post), (True, pre)):
             what = f"{name}(x, sublayer, norm, norm_first={norm_first})"
-            result = kit.call_quietly(sublayer_connection, x.copy(), sublayer, norm, norm_first)
+            given = x.copy()
+            result = kit.call_quietly(sublayer_connection, given, sublayer, norm, norm_first)
+            if not np.array_equal(given, x):
+                raise kit.Mistake(
+                    f"{what} changed the x it was given (e.g. with `x += …`): the caller's "
+                    "x must stay as it was, so compute the sum into a new array"
+                )
             got = kit.as_result_array(kit.plain(result), expected, what)
             if np.allclose(got, expected, rtol=1e-6, atol=1e-9):
                 continue
@@ -249,34 +310,61 @@ def _slipped_encoder_layer(
     norm_first: bool,
     *,
     ddof: int = 0,
+    eps: float = 1e-5,
     eps_outside: bool = False,
-    relu: bool = True,
-    residual: bool = True,
+    activation: str = "relu",
+    relu_output: bool = False,
+    residual: tuple[bool, bool] = (True, True),
+    add_normed: bool = False,
     swap_norms: bool = False,
+    invert_mask: bool = False,
+    final_norm: str | None = None,
 ) -> np.ndarray:
     """An encoder layer with the usual slips (the catalogue of known mistakes), one per flag;
-    the right answer is :func:`selfattn_lib.encoder.encoder_layer`."""
+    the right answer is :func:`selfattn_lib.encoder.encoder_layer`. ``residual`` keeps the
+    attention sublayer's and the feed-forward sublayer's residual; ``add_normed`` makes a
+    pre-norm residual carry the normalised input; ``final_norm`` (``"gain_2"`` or ``"unit"``)
+    normalises a pre-norm layer's output once more."""
     from selfattn_lib.multihead import multi_head_attention
 
     first, second = ("2", "1") if swap_norms else ("1", "2")
+    if invert_mask and mask is not None:
+        mask = ~mask
 
     def norm(v: np.ndarray, which: str) -> np.ndarray:
         gain, bias = params[f"gain_{which}"], params[f"bias_{which}"]
-        return _slipped_layer_norm(v, gain, bias, ddof=ddof, eps_outside=eps_outside)
+        return _slipped_layer_norm(v, gain, bias, eps, ddof=ddof, eps_outside=eps_outside)
 
     def attend(v: np.ndarray) -> np.ndarray:
         return multi_head_attention(v, v, params["attention"], n_heads, mask=mask)[0]
 
     def feed_forward(v: np.ndarray) -> np.ndarray:
         hidden = v @ params["w_1"] + params["b_1"]  # (B, T, d_ff)
-        return (np.maximum(hidden, 0.0) if relu else hidden) @ params["w_2"] + params["b_2"]
+        if activation == "relu":
+            hidden = np.maximum(hidden, 0.0)
+        elif activation == "gelu":  # the exact GELU, x Φ(x)
+            hidden = hidden * 0.5 * (1.0 + np.vectorize(math.erf)(hidden / math.sqrt(2.0)))
+        elif activation == "gelu_tanh":  # its tanh approximation
+            inner = math.sqrt(2.0 / math.pi) * (hidden + 0.044715 * hidden**3)
+            hidden = 0.5 * hidden * (1.0 + np.tanh(inner))
+        elif activation == "gelu_sigmoid":  # its sigmoid approximation, x σ(1.702 x)
+            hidden = hidden / (1.0 + np.exp(-1.702 * hidden))
+        out = hidden @ params["w_2"] + params["b_2"]  # (B, T, D)
+        return np.maximum(out, 0.0) if relu_output else out
 
-    keep = 1.0 if residual else 0.0
+    keep_attention, keep_ffn = (1.0 if kept else 0.0 for kept in residual)
     if norm_first:
-        x = keep * x + attend(norm(x, first))
-        return keep * x + feed_forward(norm(x, second))
-    x = norm(keep * x + attend(x), first)
-    return norm(keep * x + feed_forward(x), second)
+        normed = norm(x, first)
+        x = keep_attention * (normed if add_normed else x) + attend(normed)
+        normed = norm(x, second)
+        x = keep_ffn * (normed if add_normed else x) + feed_forward(normed)
+        if final_norm == "gain_2":
+            return norm(x, "2")
+        if final_norm == "unit":
+            return _slipped_layer_norm(x, 1.0, 0.0, eps)
+        return x
+    x = norm(keep_attention * x + attend(x), first)
+    return norm(keep_ffn * x + feed_forward(x), second)
 
 
 def check_encoder_layer_numpy(encoder_layer_numpy: Callable[..., Any]) -> kit.Feedback:
@@ -339,18 +427,76 @@ def check_encoder_layer_numpy(encoder_layer_numpy: Callable[..., Any]) -> kit.Fe
             "(x - mean) / sqrt(variance + eps)",
         ),
         (
-            {"relu": False},
+            {"eps": 1e-6},
+            "the layer norm's eps is 1e-6; the prompt's is 1e-5 (nn.LayerNorm's default)",
+        ),
+        (
+            {"eps": 0.0},
+            "the layer norm's eps is missing (or far below 1e-5): "
+            "(x - mean) / sqrt(variance + 1e-5)",
+        ),
+        (
+            {"activation": "none"},
             "the feed-forward network has no ReLU between W_1 and W_2: "
             "FFN(x) = max(0, x W_1 + b_1) W_2 + b_2",
         ),
         (
-            {"residual": False},
+            {"activation": "gelu"},
+            "the feed-forward network uses GELU; the paper's (and the prompt's) is the ReLU, "
+            "max(0, x W_1 + b_1) W_2 + b_2",
+        ),
+        *(
+            (
+                {"activation": form},
+                f"the feed-forward network uses GELU ({approximation}); the paper's is the "
+                "ReLU, max(0, x W_1 + b_1) W_2 + b_2",
+            )
+            for form, approximation in (
+                ("gelu_tanh", "its tanh approximation"),
+                ("gelu_sigmoid", "its sigmoid approximation"),
+            )
+        ),
+        (
+            {"relu_output": True},
+            "the feed-forward network applies a ReLU to its output too: the ReLU sits only "
+            "between W_1 and W_2, FFN(x) = max(0, x W_1 + b_1) W_2 + b_2",
+        ),
+        (
+            {"residual": (False, False)},
             "the residual connections are missing: add each sublayer's input to its output",
+        ),
+        (
+            {"residual": (False, True)},
+            "the attention sublayer has no residual connection: add its input to its output "
+            "(the feed-forward sublayer's residual is there)",
+        ),
+        (
+            {"residual": (True, False)},
+            "the feed-forward sublayer has no residual connection: add its input to its "
+            "output (the attention sublayer's residual is there)",
+        ),
+        (
+            {"add_normed": True},
+            "the residual carries the NORMALISED input: in pre-norm it carries x itself, "
+            "x + Sublayer(LN(x))",
         ),
         (
             {"swap_norms": True},
             "the two layer norms are swapped: gain_1 and bias_1 belong "
             "to the attention sublayer, gain_2 and bias_2 to the feed-forward sublayer",
+        ),
+        (
+            {"invert_mask": True},
+            "it passes the mask inverted (PyTorch's True = padding convention): here the "
+            "mask is True where a token MAY attend, as multi_head_attention expects",
+        ),
+        *(
+            (
+                {"final_norm": final},
+                "it normalises the layer's output once more: a pre-norm layer has no norm "
+                "after its second sum (a pre-norm STACK ends with one, after its last layer)",
+            )
+            for final in ("gain_2", "unit")
         ),
     )
 
@@ -369,6 +515,11 @@ def check_encoder_layer_numpy(encoder_layer_numpy: Callable[..., Any]) -> kit.Fe
         got = kit.as_result_array(kit.plain(result), expected, what)
         if np.allclose(got, expected, rtol=1e-7, atol=1e-9):
             return
+        if np.allclose(got, x, rtol=1e-7, atol=1e-9):
+            raise kit.Mistake(
+                f"{what} returns x unchanged: apply the two sublayers, attention and then the "
+                "feed-forward network, each with its residual connection and layer norm"
+            )
         if np.allclose(got, encoder.encoder_layer(x, params, n_heads, mask, not norm_first)):
             placement = ("post-norm", "pre-norm") if norm_first else ("pre-norm", "post-norm")
             raise kit.Mistake(
@@ -384,8 +535,19 @@ def check_encoder_layer_numpy(encoder_layer_numpy: Callable[..., Any]) -> kit.Fe
             )
         for flags, message in slips:
             wrong = _slipped_encoder_layer(x, params, n_heads, mask, norm_first, **flags)
-            if np.allclose(got, wrong, rtol=1e-7, atol=1e-9):
+            if not np.allclose(wrong, expected, rtol=1e-7, atol=1e-9) and np.allclose(
+                got, wrong, rtol=1e-7, atol=1e-9
+            ):
                 raise kit.Mistake(f"{what}: {message}")
+        if mask is not None:
+            padded = ~np.broadcast_to(mask, (x.shape[0], 1, x.shape[1]))[:, 0, :]  # (B, T)
+            zeroed = np.where(padded[..., None], 0.0, expected)  # (B, T, D)
+            if padded.any() and np.allclose(got, zeroed, rtol=1e-7, atol=1e-9):
+                raise kit.Mistake(
+                    f"{what} sets the outputs at the padding positions to 0: the layer "
+                    "computes them like any other position (the mask only keeps real tokens "
+                    "from reading them), as EncoderLayer does"
+                )
         kit.assert_close(got, expected, what)
 
     def checks() -> str:

@@ -32,30 +32,43 @@ def ch9_sublayer_connection(x, sublayer, norm, norm_first):
 
 def ch9_encoder_layer(
     x, params, n_heads, mask, norm_first, ddof=0, relu=True, eps_outside=False, residual=True,
-    swap_norms=False,
+    swap_norms=False, eps=1e-5, activation=None, relu_after=False, keep=(True, True),
+    add_normed=False, final_norm=False,
 ):  # fmt: skip
     """A NumPy encoder layer; the keyword arguments make the usual slips."""
     from selfattn_lib.multihead import multi_head_attention
 
     first, second = (2, 1) if swap_norms else (1, 2)
-    keep = 1.0 if residual else 0.0
+    keep_1, keep_2 = (float(residual and kept) for kept in keep)
 
     def norm(v, which):
         gain, bias = params[f"gain_{which}"], params[f"bias_{which}"]
-        return ch9_layer_norm(v, gain, bias, ddof=ddof, eps_outside=eps_outside)
+        return ch9_layer_norm(v, gain, bias, eps=eps, ddof=ddof, eps_outside=eps_outside)
 
     def attend(v):
         return multi_head_attention(v, v, params["attention"], n_heads, mask)[0]
 
     def ffn(v):
         hidden = v @ params["w_1"] + params["b_1"]
-        return (np.maximum(hidden, 0.0) if relu else hidden) @ params["w_2"] + params["b_2"]
+        hidden = activation(hidden) if activation else np.maximum(hidden, 0.0) if relu else hidden
+        out = hidden @ params["w_2"] + params["b_2"]
+        return np.maximum(out, 0.0) if relu_after else out
 
     if norm_first:
-        x = keep * x + attend(norm(x, first))
-        return keep * x + ffn(norm(x, second))
-    x = norm(keep * x + attend(x), first)
-    return norm(keep * x + ffn(x), second)
+        normed = norm(x, first)
+        x = keep_1 * (normed if add_normed else x) + attend(normed)
+        normed = norm(x, second)
+        x = keep_2 * (normed if add_normed else x) + ffn(normed)
+        return norm(x, 2) if final_norm else x
+    x = norm(keep_1 * x + attend(x), first)
+    return norm(keep_2 * x + ffn(x), second)
+
+
+def ch9_encoder_layer_zeroed_padding(x, params, n_heads, mask, norm_first):
+    out = ch9_encoder_layer(x, params, n_heads, mask, norm_first)
+    if mask is not None:
+        out[~mask[:, 0, :]] = 0.0  # the padding positions' outputs
+    return out
 
 
 def ch9_stub(*args):
@@ -92,6 +105,86 @@ def test_ch9_checkers_accept_other_correct_formulations():
 
     assert exercises.check_encoder_layer_numpy(float32_layer).passed
     assert exercises.check_rms_norm(lambda x, g, eps: ch9_rms_norm(x, g, eps).astype("f4")).passed
+
+
+def ch9_rms_norm_loop(x, gain, eps):
+    flat = x.reshape(-1, x.shape[-1])
+    rows = [gain * v / np.sqrt(np.mean(np.square(v)) + eps) for v in flat]
+    return np.array(rows).reshape(x.shape)
+
+
+def ch9_rms_norm_in_place(x, gain, eps):
+    x /= np.sqrt(np.einsum("...d,...d->...", x, x)[..., None] / x.shape[-1] + eps)
+    x *= gain
+    return x
+
+
+def ch9_sublayer_connection_copy(x, sublayer, norm, norm_first):
+    if norm_first:
+        out = x.copy()
+        out += sublayer(norm(x))
+        return out
+    return norm(np.add(sublayer(x), x))
+
+
+def ch9_attention_by_hand(v, attention, n_heads, mask):
+    """Multi-head self-attention written out (a correct alternative to the library's)."""
+    b, t, d = v.shape
+    d_h = d // n_heads
+
+    def heads(z):
+        return z.reshape(b, t, n_heads, d_h).transpose(0, 2, 1, 3)
+
+    q = heads(v @ attention.w_q + attention.b_q)
+    k = heads(v @ attention.w_k + attention.b_k)
+    values = heads(v @ attention.w_v + attention.b_v)
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(d_h)
+    if mask is not None:
+        scores = np.where(mask[:, None], scores, -1e9)
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights /= weights.sum(axis=-1, keepdims=True)
+    merged = (weights @ values).transpose(0, 2, 1, 3).reshape(b, t, d)
+    return merged @ attention.w_o + attention.b_o
+
+
+def ch9_encoder_layer_by_hand(x, params, n_heads, mask, norm_first):
+    def norm(v, which):
+        mean = v.mean(axis=-1, keepdims=True)
+        variance = ((v - mean) ** 2).mean(axis=-1, keepdims=True)
+        normed = (v - mean) / np.sqrt(variance + 1e-5)
+        return params[f"gain_{which}"] * normed + params[f"bias_{which}"]
+
+    def ffn(v):
+        hidden = np.clip(v @ params["w_1"] + params["b_1"], 0.0, None)
+        return hidden @ params["w_2"] + params["b_2"]
+
+    full = None if mask is None else np.broadcast_to(mask, (x.shape[0], x.shape[1], x.shape[1]))
+
+    def attend(v):
+        return ch9_attention_by_hand(v, params["attention"], n_heads, full)
+
+    steps = ((attend, 1), (ffn, 2))
+    for sublayer, which in steps:
+        x = ch9_sublayer_connection(x, sublayer, lambda v, w=which: norm(v, w), norm_first)
+    return x
+
+
+@pytest.mark.parametrize(
+    ("checker", "answer"),
+    [
+        (exercises.check_rms_norm, ch9_rms_norm_loop),
+        (exercises.check_rms_norm, ch9_rms_norm_in_place),
+        (
+            exercises.check_rms_norm,
+            lambda x, g, eps: g * x * ((x * x).mean(-1, keepdims=True) + eps) ** -0.5,
+        ),
+        (exercises.check_sublayer_connection, ch9_sublayer_connection_copy),
+        (exercises.check_encoder_layer_numpy, ch9_encoder_layer_by_hand),
+    ],
+)
+def test_ch9_checkers_accept_loops_hand_written_attention_and_copies(checker, answer):
+    feedback = checker(answer)
+    assert feedback.passed, feedback.message
 
 
 def test_ch9_encoder_layer_numpy_built_on_the_torch_layer_breaks_the_prompts_rule():
@@ -178,10 +271,48 @@ def test_ch9_rms_norm_from_a_torch_module_breaks_the_prompts_rule():
         ),
         (lambda x, g, eps: None, ["forget the `return`"]),
         (lambda x, g, eps: x[..., :-1], ["returned shape"]),
+        # Mistakes written from the prompt alone (issue 27, round 3).
+        (
+            lambda x, g, eps: x / np.sqrt((x**2).mean(-2, keepdims=True) + eps) * g,
+            ["averages over axis 1", "axis=-1"],
+        ),
+        (
+            lambda x, g, eps: (
+                x / np.sqrt((x**2).sum(-1, keepdims=True) / (x.shape[-1] - 1) + eps) * g
+            ),
+            ["D - 1"],
+        ),
+        (
+            lambda x, g, eps: x / np.sqrt((x**2).mean(-1, keepdims=True) + eps) / g,
+            ["divides by the gain"],
+        ),
+        (
+            lambda x, g, eps: ch9_rms_norm(x * g, np.ones_like(g), eps),
+            ["gain before normalising"],
+        ),
+        (
+            lambda x, g, eps: x * np.sqrt((x**2).mean(-1, keepdims=True) + eps) * g,
+            ["multiplies by the root mean square"],
+        ),
+        (
+            lambda x, g, eps: x / (np.abs(x).mean(-1, keepdims=True) + eps) * g,
+            ["mean ABSOLUTE value"],
+        ),
+        (
+            lambda x, g, eps: x / np.sqrt((x**2).mean(-1) + eps) * g,
+            ["lost that axis", "keepdims=True"],
+        ),
     ],
 )
 def test_ch9_rms_norm_names_typical_mistakes(answer, fragments):
     assert_ch9_mistake(exercises.check_rms_norm(answer), *fragments)
+
+
+def ch9_sublayer_connection_in_place(x, sublayer, norm, norm_first):
+    if norm_first:
+        x += sublayer(norm(x))
+        return x
+    return norm(x + sublayer(x))
 
 
 @pytest.mark.parametrize(
@@ -202,6 +333,21 @@ def test_ch9_rms_norm_names_typical_mistakes(answer, fragments):
             ["normalises again after the addition"],
         ),
         (lambda x, f, n, first: None, ["forget the `return`"]),
+        # Mistakes written from the prompt alone (issue 27, round 3).
+        (
+            lambda x, f, n, first: x + f(n(x)) if first else n(x + f(n(x))),
+            ["also normalises the sublayer's INPUT"],
+        ),
+        (lambda x, f, n, first: x + n(f(n(x))), ["'sandwich'"]),
+        (
+            lambda x, f, n, first: f(n(x)) if first else n(x + f(x)),
+            ["residual is missing", "without adding x"],
+        ),
+        (
+            lambda x, f, n, first: x + f(n(x)) if first else n(x) + f(x),
+            ["normalises x alone", "the SUM"],
+        ),
+        (ch9_sublayer_connection_in_place, ["changed the x it was given"]),
     ],
 )
 def test_ch9_sublayer_connection_names_typical_mistakes(answer, fragments):
@@ -239,8 +385,61 @@ def test_ch9_sublayer_connection_names_typical_mistakes(answer, fragments):
             lambda x, p, h, m, first: ch9_encoder_layer(x, p, h, m, first, swap_norms=True),
             ["two layer norms are swapped"],
         ),
-        (lambda x, p, h, m, first: x, ["is off at index"]),
+        (lambda x, p, h, m, first: x, ["returns x unchanged"]),
+        (lambda x, p, h, m, first: 2 * x, ["is off at index"]),  # not a known slip: where
         (lambda x, p, h, m, first: x[:, :-1], ["returned shape"]),
+        # Mistakes written from the prompt alone (issue 27, round 3).
+        (
+            lambda x, p, h, m, first: ch9_encoder_layer(x, p, h, m, first, keep=(True, False)),
+            ["feed-forward sublayer has no residual"],
+        ),
+        (
+            lambda x, p, h, m, first: ch9_encoder_layer(x, p, h, m, first, keep=(False, True)),
+            ["attention sublayer has no residual"],
+        ),
+        (lambda x, p, h, m, first: ch9_encoder_layer(x, p, h, m, first, eps=1e-6), ["eps is 1e-6"]),
+        (
+            lambda x, p, h, m, first: ch9_encoder_layer(x, p, h, m, first, eps=1e-12),
+            ["eps is missing"],
+        ),
+        (
+            lambda x, p, h, m, first: ch9_encoder_layer(
+                x, p, h, m, first, activation=lambda z: z / (1 + np.exp(-1.702 * z))
+            ),
+            ["uses GELU", "sigmoid approximation"],
+        ),
+        (
+            lambda x, p, h, m, first: ch9_encoder_layer(
+                x,
+                p,
+                h,
+                m,
+                first,
+                activation=lambda z: 0.5 * z * (1 + np.tanh(0.7978845608 * (z + 0.044715 * z**3))),
+            ),
+            ["uses GELU"],
+        ),  # fmt: skip
+        (
+            lambda x, p, h, m, first: ch9_encoder_layer(x, p, h, m, first, relu_after=True),
+            ["ReLU to its output too"],
+        ),
+        (
+            lambda x, p, h, m, first: (
+                ch9_encoder_layer(x, p, h, m, first, add_normed=True)
+                if first
+                else ch9_encoder_layer(x, p, h, m, first)
+            ),
+            ["NORMALISED input"],
+        ),
+        (
+            lambda x, p, h, m, first: ch9_encoder_layer(x, p, h, m, first, final_norm=True),
+            ["normalises the layer's output once more"],
+        ),
+        (
+            lambda x, p, h, m, first: ch9_encoder_layer(x, p, h, None if m is None else ~m, first),
+            ["mask inverted"],
+        ),
+        (ch9_encoder_layer_zeroed_padding, ["outputs at the padding positions to 0"]),
     ],
 )
 def test_ch9_encoder_layer_numpy_names_typical_mistakes(answer, fragments):

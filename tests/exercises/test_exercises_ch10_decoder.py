@@ -2,6 +2,8 @@
 the mistake in typical wrong answers and accepts the usual correct alternatives. What every
 checker promises is tested once, over REFERENCES, in test_exercises_registry.py."""
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -88,19 +90,73 @@ def ch10_stub(*args):
     raise NotImplementedError
 
 
+def ch10_transformer_parameters_by_parts(vocab_size, d_model, d_ff, n_layers, tied):
+    linear = lambda n_in, n_out, bias=True: n_in * n_out + (n_out if bias else 0)  # noqa: E731
+    attention = 4 * linear(d_model, d_model)
+    feed_forward = linear(d_model, d_ff) + linear(d_ff, d_model)
+    norm = 2 * d_model
+    layers = [attention + feed_forward + 2 * norm] * n_layers  # the encoder
+    layers += [2 * attention + feed_forward + 3 * norm] * n_layers  # the decoder
+    matrices = ["shared"] if tied else ["source", "target", "output"]
+    return sum(layers) + len(matrices) * linear(vocab_size, d_model, bias=False)
+
+
+def ch10_greedy_decode_pure_python(next_token_logits, bos_id, eos_id, max_new_tokens):
+    tokens = [bos_id]
+    while len(tokens) - 1 < max_new_tokens:
+        logits = list(next_token_logits(list(tokens)))
+        tokens.append(max(range(len(logits)), key=logits.__getitem__))
+        if tokens[-1] == eos_id:
+            break
+    return tuple(tokens)
+
+
+def ch10_greedy_decode_recursive(next_token_logits, bos_id, eos_id, max_new_tokens):
+    def go(tokens, left):
+        if left == 0 or (len(tokens) > 1 and tokens[-1] == eos_id):
+            return tokens
+        probabilities = np.exp(next_token_logits(tokens))
+        return go([*tokens, int(np.argsort(probabilities)[-1])], left - 1)
+
+    return go([bos_id], max_new_tokens)
+
+
 CH10_CHECKERS = {
-    "check_shift_right": [ch10_shift_right, ch10_shift_right_in_place_copy],
-    "check_decoder_self_mask": [ch10_decoder_self_mask, ch10_decoder_self_mask_loops],
+    "check_shift_right": [
+        ch10_shift_right,
+        ch10_shift_right_in_place_copy,
+        lambda tgt, bos: np.pad(tgt, ((0, 0), (1, 0)), constant_values=bos)[:, :-1],
+        lambda tgt, bos: np.insert(tgt, 0, bos, axis=1)[:, :-1],
+        lambda tgt, bos: np.c_[np.full(len(tgt), bos), tgt[:, :-1]].astype(np.int32),
+        lambda tgt, bos: [[bos, *row[:-1]] for row in tgt.tolist()],
+    ],
+    "check_decoder_self_mask": [
+        ch10_decoder_self_mask,
+        ch10_decoder_self_mask_loops,
+        lambda tgt, pad: np.logical_and(np.tri(tgt.shape[1], dtype=bool), (tgt != pad)[:, None]),
+        lambda tgt, pad: (
+            (np.arange(tgt.shape[1])[:, None] >= np.arange(tgt.shape[1])) & (tgt != pad)[:, None, :]
+        ),
+    ],
     "check_transformer_parameters": [
         ch10_transformer_parameters,
         lambda *args: float(ch10_transformer_parameters(*args)),
         lambda *args: np.int64(ch10_transformer_parameters(*args)),
+        ch10_transformer_parameters_by_parts,
     ],
-    "check_greedy_decode": [ch10_greedy_decode, ch10_greedy_decode_array],
+    "check_greedy_decode": [
+        ch10_greedy_decode,
+        ch10_greedy_decode_array,
+        ch10_greedy_decode_pure_python,
+        ch10_greedy_decode_recursive,
+    ],
     "check_break_the_model": [
         ch10_conclusion,
         lambda: {"exact_match": 0.003, "explanation": "copies its input"},
         lambda: {"explanation": "copies its input", "exact_match": 0},
+        lambda: {"explanation": "copies its input", "exact_match": np.float32(0.0)},
+        lambda: {"explanation": "copies its input", "exact_match": np.array(0.0)},
+        lambda: {"explanation": " Copies its  input", "exact_match": 0.0},
     ],
 }
 
@@ -178,7 +234,19 @@ def ch10_overwrite_in_place(tgt, bos_id):
         ),
         (ch10_overwrite_in_place, ["changed the target it was given"]),
         (lambda tgt, bos: None, ["forget the `return`"]),
-        (lambda tgt, bos: tgt, ["expected 1 (bos_id)"]),
+        (lambda tgt, bos: tgt, ["returns the target itself, unshifted"]),
+        (lambda tgt, bos: np.full_like(tgt, bos), ["[0, 1] is 1, expected 7 (target token 0)"]),
+        # Mistakes written from the prompt alone (issue 27, round 3).
+        (
+            lambda tgt, bos: np.concatenate([np.zeros_like(tgt[:, :1]), tgt[:, :-1]], axis=1),
+            ["puts 0 in column 0, not bos_id = 1"],
+        ),
+        (lambda tgt, bos: tgt[:, :-1], ["no <bos> in front"]),
+        (
+            lambda tgt, bos: np.concatenate([np.full((len(tgt), 1), bos), tgt[:, :-2]], axis=1),
+            ["drops the last TWO target tokens"],
+        ),
+        (lambda tgt, bos: np.insert(tgt, 0, bos)[:-1], ["flattened", "axis 1"]),
     ],
 )
 def test_ch10_shift_right_names_typical_mistakes(answer, fragments):
@@ -226,6 +294,20 @@ def ch10_causal(tgt):
         ),
         (lambda tgt, pad: ch10_decoder_self_mask(tgt, 0), ["pad_id = 9"]),
         (lambda tgt, pad: ch10_decoder_self_mask(tgt, pad).astype(int), ["must be boolean"]),
+        # Mistakes written from the prompt alone (issue 27, round 3).
+        (lambda tgt, pad: ch10_decoder_self_mask(tgt, pad)[:, None], ["axis for the heads"]),
+        (lambda tgt, pad: ch10_causal(tgt) & (tgt > pad)[:, None, :], ["tgt != pad_id"]),
+        (
+            lambda tgt, pad: ch10_causal(tgt) & (tgt == pad)[:, None, :],
+            ["True at the padding keys"],
+        ),
+        (
+            lambda tgt, pad: (
+                np.tril(np.ones((tgt.shape[1],) * 2, dtype=bool), k=1) & (tgt != pad)[:, None, :]
+            ),
+            ["one token ahead"],
+        ),
+        (lambda tgt, pad: ch10_decoder_self_mask(tgt, pad).astype(float), ["must be boolean"]),
     ],
 )
 def test_ch10_decoder_self_mask_names_typical_mistakes(answer, fragments):
@@ -236,12 +318,17 @@ def ch10_count_with(**changes):
     """A parameter count with one typical mistake."""
 
     def count(vocab_size, d_model, d_ff, n_layers, tied):
-        attention = 4 * d_model**2 + 4 * d_model
-        feed_forward = 2 * d_model * d_ff + d_ff + d_model
-        encoder = attention + feed_forward + 4 * d_model
+        d_ff = changes.get("width", lambda d, d_ff: d_ff)(d_model, d_ff)
+        projection = d_model**2 + (d_model if changes.get("attention_bias", True) else 0)
+        attention = changes.get("projections", 4) * projection
+        feed_forward = 2 * d_model * d_ff
+        feed_forward += d_ff + d_model if changes.get("ffn_bias", True) else 0
+        norm = changes.get("norm_size", 2 if changes.get("norm_bias", True) else 1) * d_model
+        encoder = attention + feed_forward + 2 * norm
         decoder = changes.get("n_attention", 2) * attention + feed_forward
-        decoder += changes.get("n_norms", 3) * 2 * d_model
+        decoder += changes.get("n_norms", 3) * norm
         n_matrices = changes.get("tied_matrices", 1) if tied else changes.get("untied_matrices", 3)
+        n_layers = changes.get("layers", n_layers)
         total = n_matrices * vocab_size * d_model + n_layers * (encoder + decoder)
         return total + changes.get("extra", lambda v, d: 0)(vocab_size, d_model)
 
@@ -263,6 +350,21 @@ def ch10_count_with(**changes):
         (lambda *args: 1.5, ["whole number"]),
         (lambda *args: [1, 2], ["one whole number"]),
         (lambda *args: 12, ["returned 12, expected 63,082,496"]),
+        # Mistakes written from the prompt alone (issue 27, round 3).
+        (ch10_count_with(attention_bias=False), ["attention blocks' biases are missing"]),
+        (ch10_count_with(norm_bias=False), ["layer norms' biases are missing"]),
+        (ch10_count_with(norm_size=0), ["layer norms are missing"]),
+        (ch10_count_with(ffn_bias=False), ["feed-forward networks' biases are missing"]),
+        (
+            ch10_count_with(attention_bias=False, ffn_bias=False),
+            ["linear layers' biases are missing"],
+        ),
+        (ch10_count_with(projections=3), ["FOUR D × D projections"]),
+        (ch10_count_with(layers=1), ["one encoder layer and one decoder layer"]),
+        (ch10_count_with(width=lambda d, d_ff: 4 * d), ["the argument d_ff"]),
+        (ch10_count_with(extra=lambda v, d: 2 * 5000 * d), ["5000 × D", "positions are computed"]),
+        (ch10_count_with(extra=lambda v, d: 512 * d), ["512 × D"]),
+        (ch10_count_with(tied_matrices=2), ["output layer reuses the embedding matrix"]),
     ],
 )
 def test_ch10_transformer_parameters_names_typical_mistakes(answer, fragments):
@@ -292,8 +394,8 @@ def ch10_decode_with(
     return decode
 
 
-def ch10_sampling_decode(next_token_logits, bos_id, eos_id, max_new_tokens):
-    rng = np.random.default_rng()
+def ch10_sampling_decode(next_token_logits, bos_id, eos_id, max_new_tokens, seed=None):
+    rng = np.random.default_rng(seed)
     tokens = [bos_id]
     for _ in range(max_new_tokens):
         logits = next_token_logits(tokens)
@@ -301,6 +403,22 @@ def ch10_sampling_decode(next_token_logits, bos_id, eos_id, max_new_tokens):
         tokens.append(int(rng.choice(len(logits), p=probabilities / probabilities.sum())))
         if tokens[-1] == eos_id:
             break
+    return tokens
+
+
+def ch10_decode_appending_the_largest_logit(next_token_logits, bos_id, eos_id, max_new_tokens):
+    tokens = [bos_id]
+    for _ in range(max_new_tokens):
+        tokens.append(np.max(next_token_logits(tokens)))  # the logit, not its token
+        if tokens[-1] == eos_id:
+            break
+    return tokens
+
+
+def ch10_decode_counting_bos(next_token_logits, bos_id, eos_id, max_new_tokens):
+    tokens = [bos_id]
+    while len(tokens) < max_new_tokens and tokens[-1] != eos_id:
+        tokens.append(int(np.argmax(next_token_logits(tokens))))
     return tokens
 
 
@@ -314,7 +432,7 @@ def ch10_sampling_decode(next_token_logits, bos_id, eos_id, max_new_tokens):
         (ch10_decode_with(stop_also=(0,)), ["stops at token 0, which is not eos_id"]),
         (ch10_decode_with(extra=1), ["more than max_new_tokens = 3"]),
         (ch10_decode_with(extra=-1), ["it should add up to"]),
-        (ch10_decode_with(pick=np.argmin), ["LOWEST score"]),
+        (ch10_decode_with(pick=np.argmin), ["LOWEST logit"]),
         (ch10_decode_with(prefix=lambda tokens: tokens[-1:]), ["pass the WHOLE prefix"]),
         (
             ch10_decode_with(prefix=lambda tokens: tokens[1:] or tokens),
@@ -322,6 +440,15 @@ def ch10_sampling_decode(next_token_logits, bos_id, eos_id, max_new_tokens):
         ),
         (lambda f, b, e, m: None, ["forget the `return`"]),
         (lambda f, b, e, m: [[1.0, 2.0]], ["flat list of integer token ids"]),
+        # Mistakes written from the prompt alone (issue 27, round 3).
+        (functools.partial(ch10_sampling_decode, seed=0), ["largest logit", "never a sample"]),
+        (
+            ch10_decode_with(pick=lambda logits: np.argsort(logits)[-2]),
+            ["largest logit is token 7's"],
+        ),
+        (ch10_decode_with(pick=lambda logits: np.argmax(logits[-1])), ["wrote token 0"]),
+        (ch10_decode_appending_the_largest_logit, ["flat list of integer token ids"]),
+        (ch10_decode_counting_bos, ["it should add up to max_new_tokens"]),
     ],
 )
 def test_ch10_greedy_decode_names_typical_mistakes(answer, fragments):
@@ -351,6 +478,12 @@ def ch10_says(explanation, exact_match):
         (ch10_says("copies its input", True), ["the number you measured"]),
         (lambda: ("copies its input", 0.0), ["a dict with two keys"]),
         (lambda: {"explanation": "copies its input"}, ["a dict with two keys"]),
+        # Mistakes written from the prompt alone (issue 27, round 3).
+        (ch10_says("copies its input", 0.998), ["a model that writes dates", "not shift_right"]),
+        (ch10_says("copies its input", [3.9, 0.1, 0.0035]), ["the number you measured"]),
+        (ch10_says(None, 0.0), ["choose one of"]),
+        (ch10_says("too short", 0.0035), ["did not stop too early"]),
+        (ch10_says("copies its input", float("nan")), ["from 0 to 1"]),
     ],
 )
 def test_ch10_break_the_model_names_typical_mistakes(answer, fragments):
