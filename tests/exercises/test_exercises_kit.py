@@ -220,3 +220,104 @@ def test_switching_off_the_checkers_watch_is_a_mistake():
         kit.library_calls(unwatched, (np.ones(3),), kit.COURSE_LIBRARY)
     with pytest.raises(kit.Mistake, match="changed the Python tracer or profiler"):
         kit.python_lines(unwatched, np.ones(3))
+
+
+def kit_row_lengths(x):
+    return np.linalg.norm(x, axis=-1)
+
+
+@pytest.mark.parametrize(
+    ("loop", "count"),
+    [
+        (lambda x: np.array([np.linalg.norm(row) for row in x]), "lines"),
+        (lambda x: np.array(list(map(np.linalg.norm, x))), "rows"),  # NumPy's function, no line
+        (lambda x: np.apply_along_axis(np.linalg.norm, 1, x), "rows"),  # NumPy's own loop
+        (lambda x: np.array(list(map(np.ones(x.shape[-1]).__matmul__, x))), "rows"),  # built-in
+        (lambda x: np.vectorize(np.dot, signature="(d),(d)->()")(x, x), "rows"),
+        (lambda x: np.sqrt(sum(x[:, d] ** 2 for d in range(x.shape[1]))), "lines"),  # over D
+        (lambda x: np.array(list(map(np.linalg.norm, x.tolist()))), "calls"),  # a copy, a list
+    ],
+)
+def test_the_loop_detector_sees_loops_that_run_none_of_the_learners_lines(loop, count):
+    small, large = (np.ones((3, 4)),), (np.ones((12, 8)),)
+    counts_small, counts_large = kit.loop_counts(loop, *small), kit.loop_counts(loop, *large)
+    assert getattr(counts_large, count) > getattr(counts_small, count)
+    with pytest.raises(kit.Mistake, match="a loop runs once per item"):
+        kit.require_no_python_loop(loop, small, large, "f")
+
+
+@pytest.mark.parametrize(
+    "vectorised",
+    [
+        kit_row_lengths,
+        lambda x: np.sqrt(np.einsum("td,td->t", x, x)),
+        lambda x: np.sqrt((x * x) @ np.ones(x.shape[-1])),
+        lambda x: np.hypot.reduce(x, axis=-1),
+        lambda x: [np.linalg.norm(part, axis=-1) for part in (x, x)][0],  # a loop of fixed size
+    ],
+)
+def test_the_loop_detector_counts_the_same_for_vectorised_code(vectorised):
+    small, large = (np.ones((3, 4)),), (np.ones((12, 8)),)
+    kit.require_no_python_loop(vectorised, small, large, "f")
+
+
+def test_the_loop_detector_leaves_the_garbage_collector_and_the_arrays_as_they_were():
+    import gc
+
+    x = np.ones((3, 4))
+    kit.require_no_python_loop(kit_row_lengths, (x,), (np.ones((6, 4)),), "f")
+    assert gc.isenabled() and type(x) is np.ndarray
+    seen = []
+    kit.loop_counts(lambda x: seen.append(x), x)
+    assert isinstance(seen[0], np.ndarray) and np.array_equal(seen[0], x)
+
+
+def test_qualified_names_without_co_qualname_as_on_python_3_10():
+    import sys
+    from types import SimpleNamespace
+
+    class Code:  # a code object as Python 3.10 has it: no co_qualname
+        def __init__(self, code):
+            self._code = code
+
+        def __getattr__(self, name):
+            if name == "co_qualname":
+                raise AttributeError(name)
+            return getattr(self._code, name)
+
+    class Owner:
+        def method(self):
+            return sys._getframe()
+
+        @classmethod
+        def maker(cls):
+            return sys._getframe()
+
+    def function():
+        return sys._getframe()
+
+    for frame in (Owner().method(), Owner.maker(), function()):
+        as_on_310 = SimpleNamespace(f_code=Code(frame.f_code), f_locals=frame.f_locals)
+        assert kit._code_qualname(frame) == frame.f_code.co_qualname
+        expected = frame.f_code.co_qualname.rsplit("<locals>.", 1)[-1]
+        assert kit._code_qualname(as_on_310).endswith(expected)
+    assert (
+        kit._code_qualname(SimpleNamespace(f_code=Code(function().f_code), f_locals={}))
+        == "function"
+    )
+
+
+def test_require_unrounded_names_a_result_rounded_for_printing():
+    expected = np.array([0.123456, 2.5])
+    with pytest.raises(kit.Mistake, match="rounded to 2 decimals"):
+        kit.require_unrounded(expected.round(2), expected, "f")
+    kit.require_unrounded(expected, expected, "f")
+    kit.require_unrounded(np.array([1.0, 2.0]), np.array([1.0, 2.0]), "f")  # nothing to round
+
+
+def test_the_loop_detector_does_not_see_a_built_in_looping_over_a_list_copy():
+    # The limit the kit's docstring and chapter 1's prompt state: map(sum, x.tolist()) runs
+    # in C from start to end, over a list instead of the arrays given.
+    loop = lambda x: np.array(list(map(sum, x.tolist())))  # noqa: E731
+    small, large = kit.loop_counts(loop, np.ones((3, 4))), kit.loop_counts(loop, np.ones((12, 8)))
+    assert small == large
