@@ -14,7 +14,11 @@ from selfattn_lib._validation import as_float_array, check_axis, check_positive_
 
 
 def softmax(x: ArrayLike, axis: int = -1, temperature: float = 1.0) -> np.ndarray:
-    """Softmax of ``x / temperature`` along ``axis``, computed without overflow.
+    """Softmax of ``x / temperature`` along ``axis``, computed without overflow in ``exp``.
+
+    The row's total is added up in ``x``'s dtype: in float16 it overflows for a row of more
+    than 65,519 keys at the maximum, and such a row comes out all zeros (``torch.softmax``
+    adds float16 up in float32).
 
     Parameters
     ----------
