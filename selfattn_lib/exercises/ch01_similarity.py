@@ -450,6 +450,12 @@ def check_cosine_similarity_matrix(cosine_similarity_matrix: Callable[..., Any])
     return kit.run_checks(checks)
 
 
+#: The words check_nearest_neighbour asks about: four without ties, then every word whose
+#: vector has an identical twin (the word itself may then come anywhere among the largest
+#: cosines, so "the second largest" is not the nearest other word).
+_CH1_NEAREST_WORDS = ("dog", "bike", "car", "animal", "the", "was", "a", "because", "in", "on")
+
+
 def check_nearest_neighbour(nearest_neighbour: Callable[..., Any]) -> kit.Feedback:
     """Check ``nearest_neighbour(word, words, vectors)``: the other word most similar to
     ``word`` by cosine similarity.
@@ -486,9 +492,7 @@ def check_nearest_neighbour(nearest_neighbour: Callable[..., Any]) -> kit.Feedba
     name = kit.name_of(nearest_neighbour, "nearest_neighbour")
 
     def checks() -> str:
-        # Four words without ties, then every word whose vector has an identical twin (the
-        # word itself may then come anywhere among the largest cosines).
-        for word in ("dog", "bike", "car", "animal", "the", "was", "a", "because", "in", "on"):
+        for word in _CH1_NEAREST_WORDS:
             index = words.index(word)
             best = cosines[index].max()
             tied = [words[j] for j in np.flatnonzero(cosines[index] >= best - 1e-9)]
@@ -513,14 +517,14 @@ def check_nearest_neighbour(nearest_neighbour: Callable[..., Any]) -> kit.Feedba
                 twins = ""
                 if best >= 1 - 1e-9:
                     twins = (
-                        f" Here {', '.join(map(repr, tied))} have the same vector as {word!r}: "
+                        f". Here {', '.join(map(repr, tied))} have the same vector as {word!r}: "
                         "among equal cosines a sort may put the word itself anywhere, so the "
-                        "second largest does not leave it out."
+                        "second largest does not leave it out"
                     )
                 raise kit.Mistake(
                     f"{what} returned {word!r} itself: every vector has cosine similarity 1 "
                     "with itself. Leave the word out before taking the maximum (for example, "
-                    "set its own similarity to -np.inf)." + twins
+                    "set its own similarity to -np.inf)" + twins
                 )
             if result not in words:
                 raise kit.Mistake(f"{what} returned {result!r}, which is not one of words")
