@@ -68,7 +68,14 @@ def _ch1_call_pairwise(
                 "arrays), and computes every pair to keep the matching ones; multiply "
                 "element-wise and sum over the last axis instead"
             )
-        elif cosine and "raised ValueError" in error:  # these cases have no zero vector
+        elif (
+            cosine
+            and "raised ValueError" in error
+            and not any(
+                word in error.split(" (called with")[0]
+                for word in ("broadcast", "shapes", "dimension")
+            )
+        ):  # a ValueError of the learner's own, and these cases have no zero vector
             hint = (
                 "None of these vectors is the zero vector (an entry equal to 0 is fine): "
                 "raise only when a whole vector has length 0"

@@ -717,3 +717,14 @@ def ch1_nearest_with_torch(word, words, vectors):
 def test_ch1_nearest_neighbour_accepts_correct_variants(answer):
     feedback = exercises.check_nearest_neighbour(answer)
     assert feedback.passed, feedback.message
+
+
+def test_ch1_cosine_similarity_blames_the_zero_check_only_for_a_value_error_of_its_own():
+    def lengths_over_the_wrong_axis(a, b):
+        if a.ndim == 1:
+            return ch1_cosine_similarity(a, b)
+        return ch1_dot_product(a, b) / np.linalg.norm(a * b, axis=0)  # (4,) / (3,)
+
+    feedback = exercises.check_cosine_similarity(lengths_over_the_wrong_axis)
+    assert_ch1_mistake(feedback, "raised ValueError: operands could not be broadcast")
+    assert "an entry equal to 0 is fine" not in feedback.message, feedback.message
