@@ -12,12 +12,14 @@ so that the same situation gets the same words in every chapter:
   ``return``" message, then the shape, dtype and finiteness are checked.
 - :func:`python_lines` counts the lines of Python the learner's code runs, and
   :func:`require_no_python_loop` turns work that grows with the input (:func:`loop_counts`)
-  into feedback: lines of the learner's Python, function calls (the learner's, NumPy's and
-  the built-ins called from Python) and rows taken one at a time out of the arrays it is
-  given. A loop over the inputs written with ``for``, a comprehension, ``map``,
-  ``np.vectorize`` or ``np.apply_along_axis`` grows at least one of them; a loop run wholly in
-  C over a copy of the inputs (``map`` of a built-in over ``x.tolist()``) grows none, and is
-  not seen.
+  into feedback: lines of the learner's Python, the calls its code makes (or NumPy's
+  ``np.vectorize`` and ``np.apply_along_axis`` make for it) and rows taken one at a time out
+  of the arrays it is given. A loop over the inputs written with ``for``, a comprehension,
+  ``np.vectorize``, ``np.apply_along_axis``, or ``map`` of a Python function (the learner's or
+  a library's, such as ``np.linalg.norm``) or of anything over the arrays as given grows at
+  least one of them. A built-in that loops in C over a copy or a plain view of the inputs
+  (``map(sum, x.tolist())``, ``map(y.dot, np.asarray(x))``) runs no Python and takes no row
+  of the arrays given: it is not seen.
 - :func:`require_own_code` turns down a right answer that calls what the prompt rules out
   (PyTorch, this library, or the library's own answer to the exercise), seen by a profiler;
   :func:`multiplications_with` counts the work done with one argument (a
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import gc
 import html
+import re
 import sys
 import sysconfig
 from collections.abc import Callable, Iterable
@@ -247,17 +250,43 @@ class LoopCounts:
     """What :func:`loop_counts` saw one call of the learner's function do."""
 
     lines: int  #: lines of the learner's own Python code
-    calls: int  #: calls of Python functions (anyone's) and of built-ins called from Python
+    calls: int  #: calls made by the learner's code, or by NumPy's loops for it
     rows: int  #: rows taken one at a time out of the arrays it was given
+
+
+def _numpy_loop_codes() -> frozenset[Any]:
+    """The code of NumPy's functions that call a function once per item in Python
+    (``np.vectorize``, ``np.apply_along_axis``): the calls they make count as the learner's."""
+    import inspect
+
+    functions = [
+        getattr(np.vectorize, "_vectorize_call", None),
+        getattr(np.vectorize, "_vectorize_call_with_signature", None),
+        np.apply_along_axis,
+    ]
+    codes = set()
+    for function in functions:
+        code = getattr(inspect.unwrap(function), "__code__", None) if function else None
+        if code is not None:
+            codes.add(code)
+    return frozenset(codes)
+
+
+_NUMPY_LOOP_CODES = _numpy_loop_codes()
 
 
 def loop_counts(function: Callable[..., Any], *args: Any) -> LoopCounts:
     """Run ``function(*args)`` once and count the work that a loop repeats per item: the lines
-    of the learner's own Python (as :func:`python_lines`), every call of a Python function and
-    of a built-in called from Python (NumPy's Python code included: ``np.vectorize`` and
-    ``np.apply_along_axis`` loop there), and the rows taken one at a time out of the array
-    arguments, which are passed as views that count them (``map(f, x)`` over a built-in ``f``
-    runs no Python at all, but takes every row of ``x``)."""
+    of the learner's own Python (as :func:`python_lines`); the calls its own code makes,
+    built-ins included, and those that NumPy's loops (``np.vectorize``,
+    ``np.apply_along_axis``) make for it, so that ``map(np.linalg.norm, x)`` counts one call
+    per row; and the rows taken one at a time out of the array arguments, which are passed as
+    views that count them (``map(f, x)`` over a built-in ``f`` runs no Python at all, but
+    takes every row of ``x``).
+
+    Calls that library code makes on its own are not counted: a vectorised function may take
+    another branch for larger inputs (``np.einsum(..., optimize=True)`` makes more calls
+    inside NumPy) without any loop over the items."""
     lines, calls, rows = 0, 0, [0]
 
     def local(frame: Any, event: str, arg: Any) -> Any:
@@ -273,7 +302,12 @@ def loop_counts(function: Callable[..., Any], *args: Any) -> LoopCounts:
 
     def profiler(frame: Any, event: str, arg: Any) -> None:
         nonlocal calls
-        if event in ("call", "c_call"):
+        if event not in ("call", "c_call"):
+            return
+        # A Python function's caller is the frame below it (for map(np.linalg.norm, x), the
+        # frame that called map); a built-in runs in its caller's frame.
+        caller = frame.f_back if event == "call" else frame
+        if caller is not None and (caller.f_code in _NUMPY_LOOP_CODES or _is_learner_frame(caller)):
             calls += 1
 
     watched = []
@@ -430,15 +464,41 @@ def call_quietly(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any
         return call(function, *args, **kwargs)
 
 
-def call_on_copy(function: Callable[..., Any], array: np.ndarray, *args: Any) -> Any:
-    """Call ``function(copy of array, *args)`` quietly and complain if it changed its argument."""
+def call_on_copy(
+    function: Callable[..., Any],
+    array: np.ndarray,
+    *args: Any,
+    argument: str = "",
+    in_place: str = "scores -= scores.max()",
+) -> Any:
+    """Call ``function(copy of array, *args)`` quietly and complain if it changed its argument.
+
+    The message names the argument (``argument``, the prompt's name for ``array``, if given)
+    and the usual way to change it in place (``in_place``, such as ``"weights **= factor"``),
+    whose out-of-place form it recommends.
+
+    Examples
+    --------
+    >>> def in_place(weights, factor):
+    ...     weights **= factor
+    ...     return weights / weights.sum()
+    >>> weights = np.array([1.0, 2.0])
+    >>> call_on_copy(in_place, weights, 2, argument="weights", in_place="weights **= factor")
+    Traceback (most recent call last):
+    ...
+    selfattn_lib.exercises._kit.Mistake: your function changed the array `weights` it was \
+given (for example with `weights **= factor`): compute `weights ** factor` into a new array, \
+so that the caller's weights stay as they were
+    """
     given = array.copy()
     result = call_quietly(function, given, *args)
-    if not np.array_equal(given, array):
+    if not np.array_equal(given, array, equal_nan=array.dtype.kind in "fc"):
+        out_of_place = re.sub(r" (\*\*|[-+*/@]|//)= ", r" \1 ", in_place)
+        named = f" `{argument}`" if argument else ""
         raise Mistake(
-            "your function changed the array it was given (for example with "
-            "`scores -= scores.max()`): compute `scores - scores.max()` into a new array, "
-            "so that the caller's scores stay as they were"
+            f"your function changed the array{named} it was given (for example with "
+            f"`{in_place}`): compute `{out_of_place}` into a new array, so that the caller's "
+            f"{argument or 'scores'} stay as they were"
         )
     return result
 
