@@ -242,6 +242,22 @@ def test_a_float16_row_overflows_its_total_beyond_65519_keys_and_comes_out_zeros
     assert (fits > 0).all() and not overflows.any()
 
 
+def test_log_sum_exp_of_a_float16_row_overflows_its_total_beyond_65519_entries_too():
+    # Its docstring states the same limit as softmax's: the sum is added up in float16.
+    assert log_sum_exp(np.zeros(65_519, dtype=np.float16)) == np.float16(np.log(65_504))
+    with np.errstate(over="ignore"):
+        assert log_sum_exp(np.zeros(65_520, dtype=np.float16)) == np.inf
+
+
+def test_scores_of_both_signs_near_the_float_limit_overflow_quietly_towards_weight_0():
+    # x - max overflows to -inf here: the weight 0 and the log-sum-exp are right, and no
+    # RuntimeWarning escapes (this module's tests turn warnings into errors).
+    extreme = np.array([1.7e308, -1.7e308])
+    assert np.array_equal(softmax(extreme), [1.0, 0.0])
+    assert np.array_equal(softmax(extreme, temperature=0.5), [1.0, 0.0])
+    assert log_sum_exp(extreme) == 1.7e308
+
+
 def test_torch_softmax_adds_float16_up_in_float32_where_the_course_returns_zeros():
     # Chapter 2 measures this with torch 2.13.0 on the CPU: 70,000 float16 zeros.
     weights = torch.softmax(torch.zeros(70_000, dtype=torch.float16), dim=-1)
