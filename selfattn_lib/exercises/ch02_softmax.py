@@ -48,7 +48,15 @@ def check_weights_after_scaling(weights_after_scaling: Callable[..., Any]) -> ki
         what = f"{name}({kit.show(weights.round(4))}, {factor:g})"
         expected = softmax.softmax(factor * scores)
         got = kit.as_result_array(
-            kit.call_on_copy(weights_after_scaling, weights, factor), expected, what
+            kit.call_on_copy(
+                weights_after_scaling,
+                weights,
+                factor,
+                argument="weights",
+                in_place="weights **= factor",
+            ),
+            expected,
+            what,
         )
         if np.allclose(got, expected, rtol=1e-6, atol=1e-9):
             return
@@ -149,7 +157,7 @@ def check_temperature_for_top_weight(
 
     def check_one(scores: np.ndarray, target: float) -> None:
         what = f"{name}({kit.show(scores)}, {target:g})"
-        result = kit.call_on_copy(temperature_for_top_weight, scores, target)
+        result = kit.call_on_copy(temperature_for_top_weight, scores, target, argument="scores")
         temperature = float(kit.as_result_array(result, np.zeros(()), what))
         if temperature > 0 and abs(_top_weight(scores, temperature) - target) <= 1e-6:
             return
@@ -185,7 +193,10 @@ def check_temperature_for_top_weight(
             try:
                 other = float(
                     kit.as_array(
-                        kit.call_on_copy(temperature_for_top_weight, reordered, target), what
+                        kit.call_on_copy(
+                            temperature_for_top_weight, reordered, target, argument="scores"
+                        ),
+                        what,
                     )
                 )
             except (kit.Mistake, TypeError):
@@ -313,7 +324,7 @@ def check_log_softmax(log_softmax: Callable[[np.ndarray], Any]) -> kit.Feedback:
         what = f"{name}({description})"
         expected = _log_softmax(scores)
         try:
-            result = kit.call_on_copy(log_softmax, scores)
+            result = kit.call_on_copy(log_softmax, scores, argument="scores")
         except kit.Mistake as mistake:
             if "broadcast" in str(mistake):
                 raise kit.Mistake(
@@ -497,7 +508,7 @@ def check_log_sum_exp(log_sum_exp: Callable[[np.ndarray], Any]) -> kit.Feedback:
             what = f"{name}({kit.show(scores)})"
             largest = scores.max()
             expected = np.asarray(softmax.log_sum_exp(scores))
-            result = kit.call_on_copy(log_sum_exp, scores)
+            result = kit.call_on_copy(log_sum_exp, scores, argument="scores")
             kit.explain_non_finite(result, expected, what, explanation)
             got = kit.as_result_array(result, expected, what)
             if not np.isclose(got, expected) and np.isclose(got, expected - largest):

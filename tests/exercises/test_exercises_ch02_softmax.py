@@ -86,7 +86,9 @@ def test_ch2_weights_after_scaling_names_typical_mistakes():
         weights **= factor
         return weights / weights.sum()
 
-    assert_ch2_mistake(checker(in_place), "changed the array it was given")
+    assert_ch2_mistake(
+        checker(in_place), "changed the array `weights` it was given", "`weights ** factor`"
+    )
     # Going back to scores with the logarithm is right too.
     assert checker(lambda w, k: ch2_stable_softmax(k * np.log(w))).passed
 
@@ -232,7 +234,7 @@ def test_ch2_log_softmax_names_typical_mistakes():
         scores -= scores.max(axis=-1, keepdims=True)
         return scores - np.log(np.exp(scores).sum(axis=-1, keepdims=True))
 
-    assert_ch2_mistake(checker(in_place), "changed the array it was given")
+    assert_ch2_mistake(checker(in_place), "changed the array `scores` it was given")
     # Going through the library's log-sum-exp is right too.
     from selfattn_lib.softmax import log_sum_exp
 
@@ -257,6 +259,10 @@ REFERENCES = {
         (lambda w, k: np.round(ch2_weights_after_scaling(w, k), 3), ["rounded to 3 decimals"]),
         (lambda w, k: ch2_stable_softmax(w + k), ["softmax of the weights, as if"]),
         (lambda w, k: w**k, ["sum to 0.510543, not 1", "divide by the new total"]),
+        (
+            lambda w, k: np.power(w, k, out=w) / w.sum(),
+            ["changed the array `weights` it was given", "`weights ** factor` into a new"],
+        ),
     ],
 )
 def test_ch2_weights_after_scaling_names_more_mistakes(answer, fragments):
@@ -385,6 +391,12 @@ def test_ch2_temperature_for_top_weight_accepts_correct_variants(answer):
     assert feedback.passed, feedback.message
 
 
+def ch2_log_sum_exp_in_place(scores):
+    largest = scores.max()
+    scores -= largest  # the right value, but the caller's scores change
+    return largest + np.log(np.exp(scores).sum())
+
+
 @pytest.mark.parametrize(
     ("answer", "fragments"),
     [
@@ -404,6 +416,7 @@ def test_ch2_temperature_for_top_weight_accepts_correct_variants(answer):
             lambda s: s.min() + np.log(np.exp(s - s.min()).sum()),
             ["[-1000.0, 0.0, 1000.0]", "709.78"],
         ),
+        (ch2_log_sum_exp_in_place, ["changed the array `scores` it was given"]),
     ],
 )
 def test_ch2_log_sum_exp_names_more_mistakes(answer, fragments):
