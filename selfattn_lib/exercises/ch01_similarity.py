@@ -452,7 +452,7 @@ def check_cosine_similarity_matrix(cosine_similarity_matrix: Callable[..., Any])
         # vectors or over the entries runs its body more often.
         larger = (np.tile(_CH1_X, (4, 2)), np.tile(_CH1_Y, (4, 2)))  # (12, 2D), (20, 2D)
         kit.require_no_python_loop(cosine_similarity_matrix, (_CH1_X, _CH1_Y), larger, name)
-        return f"Your {name} matches the loops, without writing one."
+        return f"Your {name} matches the loops, and the checker saw no loop in it."
 
     return kit.run_checks(checks)
 
@@ -505,7 +505,8 @@ def check_nearest_neighbour(nearest_neighbour: Callable[..., Any]) -> kit.Feedba
             tied = [words[j] for j in np.flatnonzero(cosines[index] >= best - 1e-9)]
             expected = tied[0]
             what = f"{name}({word!r}, words, vectors)"
-            result = kit.call(nearest_neighbour, word, list(words), vectors.copy())
+            given_words, given_vectors = list(words), vectors.copy()
+            result = kit.call(nearest_neighbour, word, given_words, given_vectors)
             if isinstance(result, (int, np.integer)) and not isinstance(result, bool):
                 raise kit.Mistake(
                     f"{what} returned the number {result}: return the word itself, a str "
@@ -519,6 +520,20 @@ def check_nearest_neighbour(nearest_neighbour: Callable[..., Any]) -> kit.Feedba
             if not isinstance(result, str):
                 raise kit.Mistake(f"{what} must return a word (a str), got {type(result).__name__}")
             if result in tied:  # any of several exactly tied words is right
+                if given_words != words:
+                    raise kit.Mistake(
+                        f"{what} returned {result!r}, which is right, but it changed the list "
+                        "`words` it was given (for example with `words.remove(word)`): in the "
+                        "notebook that would change `vocabulary` for every later cell. Leave "
+                        "`words` as it is and set the word's own similarity to -np.inf instead"
+                    )
+                if not np.array_equal(given_vectors, vectors):
+                    raise kit.Mistake(
+                        f"{what} returned {result!r}, which is right, but it changed the array "
+                        "`vectors` it was given (for example with `vectors /= ...`): compute "
+                        "the unit vectors into a new array, so that the caller's vectors stay "
+                        "as they were"
+                    )
                 continue
             if result == word:
                 twins = ""

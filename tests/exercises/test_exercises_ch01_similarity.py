@@ -345,6 +345,12 @@ def ch1_loop_over_entries(a, b):
     return sum(a[..., d] * b[..., d] for d in range(a.shape[-1]))
 
 
+def ch1_map_over_plain_views(a, b):
+    flat_a = np.asarray(a).reshape(-1, a.shape[-1])  # a plain ndarray, not the checker's view
+    flat_b = np.asarray(b).reshape(-1, b.shape[-1])
+    return np.array(list(map(np.dot, flat_a, flat_b))).reshape(a.shape[:-1])
+
+
 def ch1_map_over_pairs(a, b):
     flat_a, flat_b = a.reshape(-1, a.shape[-1]), b.reshape(-1, b.shape[-1])
     return np.array(list(map(np.dot, flat_a, flat_b))).reshape(a.shape[:-1])
@@ -370,6 +376,7 @@ def ch1_map_over_pairs(a, b):
             lambda a, b: np.apply_along_axis(np.sum, -1, a * b),
             ["a loop runs once per item"],
         ),
+        (ch1_map_over_plain_views, ["function calls for inputs of shape (4, 3)", "a loop"]),
     ],
 )
 def test_ch1_dot_product_names_more_mistakes(answer, fragments):
@@ -387,6 +394,10 @@ def test_ch1_dot_product_names_more_mistakes(answer, fragments):
         lambda a, b: (a * b) @ np.ones(a.shape[-1]),
         lambda a, b: (a.astype(np.float32) * b.astype(np.float32)).sum(axis=-1),
         lambda a, b: float(a @ b) if a.ndim == 1 else (a * b).sum(axis=-1),
+        # einsum's optimiser makes more calls inside NumPy for new shapes: not a loop
+        lambda a, b: np.einsum("...d,...d->...", a, b, optimize=True),
+        lambda a, b: np.einsum("...d,...d->...", a, b, optimize="greedy"),
+        lambda a, b: (np.asarray(a) * np.asarray(b)).sum(axis=-1),
     ],
 )
 def test_ch1_dot_product_accepts_correct_variants(answer):
@@ -533,6 +544,12 @@ def ch1_cosine_matrix_norms(x, y):
     return (x @ y.T) / np.outer(np.linalg.norm(x, axis=1), np.linalg.norm(y, axis=1))
 
 
+def ch1_norms_by_map_over_plain_views(x, y):
+    x, y = np.asarray(x), np.asarray(y)  # plain ndarrays, not the checker's views
+    norms_x = np.array(list(map(np.linalg.norm, x)))  # one call of a NumPy function per row
+    return x @ y.T / np.outer(norms_x, np.linalg.norm(y, axis=1))
+
+
 @pytest.mark.parametrize(
     ("answer", "fragments"),
     [
@@ -591,6 +608,10 @@ def ch1_cosine_matrix_norms(x, y):
             lambda x, y: ch1_unit_rows(x) @ y.T / np.linalg.norm(y, axis=-1, keepdims=True),
             ["the lengths of y belong to the COLUMNS"],
         ),
+        (
+            ch1_norms_by_map_over_plain_views,
+            ["function calls for inputs of shape (3, 4)", "a loop runs once per item"],
+        ),
     ],
 )
 def test_ch1_cosine_similarity_matrix_names_more_mistakes(answer, fragments):
@@ -610,6 +631,13 @@ def test_ch1_cosine_similarity_matrix_names_more_mistakes(answer, fragments):
         # map over the two arguments, not over the vectors: no loop over the input
         lambda x, y: (lambda u, v: u @ v.T)(*map(ch1_unit_rows, (x, y))),
         lambda x, y: ch1_cosine_similarity_matrix(x.astype(np.float32), y.astype(np.float32)),
+        # einsum's optimiser makes more calls inside NumPy for new shapes: not a loop
+        lambda x, y: np.einsum("id,jd->ij", ch1_unit_rows(x), ch1_unit_rows(y), optimize=True),
+        lambda x, y: np.einsum("id,jd->ij", ch1_unit_rows(x), ch1_unit_rows(y), optimize="greedy"),
+        lambda x, y: np.tensordot(ch1_unit_rows(x), ch1_unit_rows(y), axes=([1], [1])),
+        lambda x, y: np.inner(ch1_unit_rows(x), ch1_unit_rows(y)),
+        lambda x, y: np.linalg.multi_dot([ch1_unit_rows(x), ch1_unit_rows(y).T]),
+        lambda x, y: ch1_cosine_similarity_matrix(np.asarray(x), np.asarray(y)),
     ],
 )
 def test_ch1_cosine_similarity_matrix_accepts_correct_variants(answer):
@@ -671,6 +699,32 @@ def ch1_nearest_removed_from_words_only(word, words, vectors):
     ],
 )
 def test_ch1_nearest_neighbour_names_more_mistakes(answer, fragments):
+    assert_ch1_mistake(exercises.check_nearest_neighbour(answer), *fragments)
+
+
+def ch1_nearest_pops_the_word(word, words, vectors):
+    index = words.index(word)
+    words.pop(index)  # the caller's list loses the word
+    others = np.delete(vectors, index, axis=0)
+    similarities = ch1_unit_rows(others) @ ch1_unit_rows(vectors)[index]
+    return words[int(np.argmax(similarities))]
+
+
+def ch1_nearest_normalises_in_place(word, words, vectors):
+    vectors /= np.linalg.norm(vectors, axis=-1, keepdims=True)  # the caller's array changes
+    similarities = vectors @ vectors[words.index(word)]
+    similarities[words.index(word)] = -np.inf
+    return words[int(np.argmax(similarities))]
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (ch1_nearest_pops_the_word, ["which is right, but it changed the list `words`"]),
+        (ch1_nearest_normalises_in_place, ["which is right, but it changed the array `vectors`"]),
+    ],
+)
+def test_ch1_nearest_neighbour_names_a_right_answer_that_changes_its_arguments(answer, fragments):
     assert_ch1_mistake(exercises.check_nearest_neighbour(answer), *fragments)
 
 
