@@ -159,12 +159,19 @@ def python_lines(function: Callable[..., Any], *args: Any) -> int:
     frames whose code lies outside the standard library, installed packages and this library.
     A loop over the inputs runs its body once per element, so the count grows with the input;
     vectorised NumPy code runs the same few lines whatever the size."""
-    count = 0
+    tracer, count = _learner_line_tracer()
+    _call_watched(function, args, sys.settrace, sys.gettrace, tracer)
+    return count[0]
+
+
+def _learner_line_tracer() -> tuple[Any, list[int]]:
+    """A tracer for ``sys.settrace`` that counts the lines run in frames of the learner's own
+    code (outside :data:`_NOT_LEARNER_CODE`), and the one-element list it counts into."""
+    count = [0]
 
     def local(frame: Any, event: str, arg: Any) -> Any:
-        nonlocal count
         if event == "line":
-            count += 1
+            count[0] += 1
         return local
 
     def tracer(frame: Any, event: str, arg: Any) -> Any:
@@ -172,8 +179,7 @@ def python_lines(function: Callable[..., Any], *args: Any) -> int:
             return local
         return None
 
-    _call_watched(function, args, sys.settrace, sys.gettrace, tracer)
-    return count
+    return tracer, count
 
 
 def _call_watched(
@@ -287,18 +293,8 @@ def loop_counts(function: Callable[..., Any], *args: Any) -> LoopCounts:
     Calls that library code makes on its own are not counted: a vectorised function may take
     another branch for larger inputs (``np.einsum(..., optimize=True)`` makes more calls
     inside NumPy) without any loop over the items."""
-    lines, calls, rows = 0, 0, [0]
-
-    def local(frame: Any, event: str, arg: Any) -> Any:
-        nonlocal lines
-        if event == "line":
-            lines += 1
-        return local
-
-    def tracer(frame: Any, event: str, arg: Any) -> Any:
-        if event == "call" and not frame.f_code.co_filename.startswith(_NOT_LEARNER_CODE):
-            return local
-        return None
+    tracer, lines = _learner_line_tracer()
+    calls, rows = 0, [0]
 
     def profiler(frame: Any, event: str, arg: Any) -> None:
         nonlocal calls
@@ -321,7 +317,7 @@ def loop_counts(function: Callable[..., Any], *args: Any) -> LoopCounts:
         tuple(watched),
         [(sys.settrace, sys.gettrace, tracer), (sys.setprofile, sys.getprofile, profiler)],
     )
-    return LoopCounts(lines=lines, calls=calls, rows=rows[0])
+    return LoopCounts(lines=lines[0], calls=calls, rows=rows[0])
 
 
 def _shapes(args: tuple[Any, ...]) -> str:
