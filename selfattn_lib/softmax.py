@@ -14,7 +14,11 @@ from selfattn_lib._validation import as_float_array, check_axis, check_positive_
 
 
 def softmax(x: ArrayLike, axis: int = -1, temperature: float = 1.0) -> np.ndarray:
-    """Softmax of ``x / temperature`` along ``axis``, computed without overflow.
+    """Softmax of ``x / temperature`` along ``axis``, computed without overflow in ``exp``.
+
+    The row's total is added up in ``x``'s dtype: in float16 it overflows for a row of more
+    than 65,519 keys at the maximum, and such a row comes out all zeros (``torch.softmax``
+    adds float16 up in float32).
 
     Parameters
     ----------
@@ -50,11 +54,13 @@ def softmax(x: ArrayLike, axis: int = -1, temperature: float = 1.0) -> np.ndarra
 
 
 def log_sum_exp(x: ArrayLike, axis: int = -1) -> np.ndarray:
-    """``log Σ_j exp(x_j)`` along ``axis``, computed without overflow or underflow.
+    """``log Σ_j exp(x_j)`` along ``axis``, computed without overflow in ``exp`` or ``log 0``.
 
     It is the log of softmax's denominator: ``softmax(x) = exp(x − log_sum_exp(x))``. The
     largest entry ``m`` is taken out first, ``m + log Σ_j exp(x_j − m)``, so every exponent is
-    at most 0 and the sum is at least 1.
+    at most 0 and the sum is at least 1. The sum is added up in ``x``'s dtype, as in
+    :func:`softmax`: in float16 it overflows to ``inf`` for more than 65,519 entries at the
+    maximum, although the result, ``m + log n``, would fit.
 
     Shapes
     ------
@@ -70,7 +76,9 @@ def log_sum_exp(x: ArrayLike, axis: int = -1) -> np.ndarray:
         raise ValueError(f"log_sum_exp needs at least one axis: x has shape {x.shape}")
     axis = check_axis(axis, "x", x)
     largest = x.max(axis=axis, keepdims=True)
-    total = np.exp(x - largest).sum(axis=axis, keepdims=True)  # at least 1
+    with np.errstate(over="ignore"):  # x - m overflows only towards -inf, whose exp is 0
+        exponentials = np.exp(x - largest)
+    total = exponentials.sum(axis=axis, keepdims=True)  # at least 1
     return np.squeeze(largest + np.log(total), axis=axis)
 
 
@@ -100,10 +108,11 @@ def softmax_in_place(scores: np.ndarray, axis: int = -1, temperature: float = 1.
     # is all -inf is shifted by 0 instead (-inf - -inf would be NaN).
     largest = scores.max(axis=axis, keepdims=True, initial=-np.inf)
     largest[np.isneginf(largest)] = 0
-    # After the shift every entry is <= 0, so an overflow of (x - max) / τ can only head
-    # towards -inf, whose exp is the correct weight 0.
-    scores -= largest
+    # After the shift every entry is <= 0, so an overflow of x - max (finite scores of both
+    # signs near the float limit) or of (x - max) / τ can only head towards -inf, whose exp
+    # is the correct weight 0.
     with np.errstate(over="ignore"):
+        scores -= largest
         if temperature != 1.0:
             scores /= temperature
         np.exp(scores, out=scores)

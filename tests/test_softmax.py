@@ -230,3 +230,45 @@ def test_log_sum_exp_equals_torch_and_survives_large_and_small_scores():
     expected = torch.logsumexp(torch.from_numpy(x), dim=-1).numpy()
     assert np.allclose(log_sum_exp(x), expected, rtol=1e-12)
     assert np.allclose(log_sum_exp(x, axis=0), torch.logsumexp(torch.from_numpy(x), 0).numpy())
+
+
+# --- what chapter 2 says about float16 rows and log-sum-exp --------------------------------
+
+
+def test_a_float16_row_overflows_its_total_beyond_65519_keys_and_comes_out_zeros():
+    with np.errstate(over="ignore"):
+        fits = softmax(np.zeros(65_519, dtype=np.float16))
+        overflows = softmax(np.zeros(65_520, dtype=np.float16))
+    assert (fits > 0).all() and not overflows.any()
+
+
+def test_log_sum_exp_of_a_float16_row_overflows_its_total_beyond_65519_entries_too():
+    # Its docstring states the same limit as softmax's: the sum is added up in float16.
+    assert log_sum_exp(np.zeros(65_519, dtype=np.float16)) == np.float16(np.log(65_504))
+    with np.errstate(over="ignore"):
+        assert log_sum_exp(np.zeros(65_520, dtype=np.float16)) == np.inf
+
+
+def test_scores_of_both_signs_near_the_float_limit_overflow_quietly_towards_weight_0():
+    # x - max overflows to -inf here: the weight 0 and the log-sum-exp are right, and no
+    # RuntimeWarning escapes (this module's tests turn warnings into errors).
+    extreme = np.array([1.7e308, -1.7e308])
+    assert np.array_equal(softmax(extreme), [1.0, 0.0])
+    assert np.array_equal(softmax(extreme, temperature=0.5), [1.0, 0.0])
+    assert log_sum_exp(extreme) == 1.7e308
+
+
+def test_torch_softmax_adds_float16_up_in_float32_where_the_course_returns_zeros():
+    # Chapter 2 measures this with torch 2.13.0 on the CPU: 70,000 float16 zeros.
+    weights = torch.softmax(torch.zeros(70_000, dtype=torch.float16), dim=-1)
+    assert weights.dtype == torch.float16
+    assert (weights.numpy() == np.float16(1 / 70_000)).all()  # 1.4305e-05, the nearest float16
+    with np.errstate(over="ignore"):
+        assert not softmax(np.zeros(70_000, dtype=np.float16)).any()
+
+
+@PROPERTY_SETTINGS
+@given(x=float_arrays(min_dims=1, max_dims=1, max_side=8, bound=1e3))
+def test_log_sum_exp_lies_between_the_maximum_and_the_maximum_plus_log_n(x):
+    lse = log_sum_exp(x)
+    assert x.max() <= lse + 1e-12 and lse <= x.max() + np.log(x.size) + 1e-9

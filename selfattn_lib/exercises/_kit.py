@@ -11,20 +11,29 @@ so that the same situation gets the same words in every chapter:
 - ``as_…`` functions read a result: ``None`` always gets the same "did you forget the
   ``return``" message, then the shape, dtype and finiteness are checked.
 - :func:`python_lines` counts the lines of Python the learner's code runs, and
-  :func:`require_no_python_loop` turns a count that grows with the input into feedback: the
-  behaviour of a loop, however it is written (``for``, a comprehension, ``map``,
-  ``np.vectorize``).
+  :func:`require_no_python_loop` turns work that grows with the input (:func:`loop_counts`)
+  into feedback: lines of the learner's Python, the calls its code makes (or NumPy's
+  ``np.vectorize`` and ``np.apply_along_axis`` make for it) and rows taken one at a time out
+  of the arrays it is given. A loop over the inputs written with ``for``, a comprehension,
+  ``np.vectorize``, ``np.apply_along_axis``, or ``map`` of a Python function (the learner's or
+  a library's, such as ``np.linalg.norm``) or of anything over the arrays as given grows at
+  least one of them. A built-in that loops in C over a copy or a plain view of the inputs
+  (``map(sum, x.tolist())``, ``map(y.dot, np.asarray(x))``) runs no Python and takes no row
+  of the arrays given: it is not seen.
 - :func:`require_own_code` turns down a right answer that calls what the prompt rules out
   (PyTorch, this library, or the library's own answer to the exercise), seen by a profiler;
   :func:`multiplications_with` counts the work done with one argument (a
   :class:`CountedArray`), for prompts that say how much to compute.
 - :func:`match_known_mistakes` compares a result with a catalogue of known wrong answers,
-  under one tolerance policy (:data:`RTOL`, :data:`ATOL`; integers compare exactly).
+  under one tolerance policy (:data:`RTOL`, :data:`ATOL`; integers compare exactly), and
+  :func:`require_unrounded` names a result rounded for printing.
 """
 
 from __future__ import annotations
 
+import gc
 import html
+import re
 import sys
 import sysconfig
 from collections.abc import Callable, Iterable
@@ -150,12 +159,19 @@ def python_lines(function: Callable[..., Any], *args: Any) -> int:
     frames whose code lies outside the standard library, installed packages and this library.
     A loop over the inputs runs its body once per element, so the count grows with the input;
     vectorised NumPy code runs the same few lines whatever the size."""
-    count = 0
+    tracer, count = _learner_line_tracer()
+    _call_watched(function, args, sys.settrace, sys.gettrace, tracer)
+    return count[0]
+
+
+def _learner_line_tracer() -> tuple[Any, list[int]]:
+    """A tracer for ``sys.settrace`` that counts the lines run in frames of the learner's own
+    code (outside :data:`_NOT_LEARNER_CODE`), and the one-element list it counts into."""
+    count = [0]
 
     def local(frame: Any, event: str, arg: Any) -> Any:
-        nonlocal count
         if event == "line":
-            count += 1
+            count[0] += 1
         return local
 
     def tracer(frame: Any, event: str, arg: Any) -> Any:
@@ -163,8 +179,7 @@ def python_lines(function: Callable[..., Any], *args: Any) -> int:
             return local
         return None
 
-    _call_watched(function, args, sys.settrace, sys.gettrace, tracer)
-    return count
+    return tracer, count
 
 
 def _call_watched(
@@ -176,13 +191,30 @@ def _call_watched(
 ) -> None:
     """Call ``function(*args)`` quietly with ``hook`` installed as the tracer or profiler
     (``sys.settrace`` / ``sys.setprofile``), then put back the one that was there."""
-    previous = installed()
-    install(hook)
+    _call_hooked(function, args, [(install, installed, hook)])
+
+
+def _call_hooked(
+    function: Callable[..., Any],
+    args: tuple[Any, ...],
+    hooks: list[tuple[Callable[[Any], None], Callable[[], Any], Any]],
+) -> None:
+    """Call ``function(*args)`` quietly with every ``(install, installed, hook)`` of ``hooks``
+    installed, then put back what was there. The garbage collector waits meanwhile, so that no
+    finaliser of unrelated objects runs inside the count."""
+    previous = [installed() for _, installed, _ in hooks]
+    collecting = gc.isenabled()
+    gc.disable()
+    for install, _, hook in hooks:
+        install(hook)
     try:
         call_quietly(function, *args)
-        still_watched = installed() is hook
+        still_watched = all(installed() is hook for _, installed, hook in hooks)
     finally:
-        install(previous)
+        for (install, _, _), before in zip(hooks, previous, strict=True):
+            install(before)
+        if collecting:
+            gc.enable()
     if not still_watched:
         raise Mistake(
             "your function changed the Python tracer or profiler (sys.settrace, "
@@ -190,19 +222,133 @@ def _call_watched(
         )
 
 
+class _RowWatchedArray(np.ndarray):
+    """An array that counts the rows taken out of it one at a time, by iterating over it
+    (``for``, ``map``, ``zip``, ``sum``, ``list``) or by indexing it with one integer
+    (``x[i]``); the arrays computed from it (``x / 2``, ``x.T``) count too. The count lives
+    in :attr:`rows`, a one-element list shared by all of them."""
+
+    rows: list[int] | None = None
+
+    def __array_finalize__(self, obj: Any) -> None:
+        self.rows = getattr(obj, "rows", None)
+
+    def _took(self, how_many: int = 1) -> None:
+        if self.rows is not None:
+            self.rows[0] += how_many
+
+    def __iter__(self) -> Any:
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d array")
+        for index in range(len(self)):
+            self._took()
+            yield super().__getitem__(index)
+
+    def __getitem__(self, key: Any) -> Any:
+        first = key[0] if isinstance(key, tuple) and key else key
+        if isinstance(first, int | np.integer) and not isinstance(first, bool):
+            self._took()
+        return super().__getitem__(key)
+
+
+@dataclass(frozen=True)
+class LoopCounts:
+    """What :func:`loop_counts` saw one call of the learner's function do."""
+
+    lines: int  #: lines of the learner's own Python code
+    calls: int  #: calls made by the learner's code, or by NumPy's loops for it
+    rows: int  #: rows taken one at a time out of the arrays it was given
+
+
+def _numpy_loop_codes() -> frozenset[Any]:
+    """The code of NumPy's functions that call a function once per item in Python
+    (``np.vectorize``, ``np.apply_along_axis``): the calls they make count as the learner's."""
+    import inspect
+
+    functions = [
+        getattr(np.vectorize, "_vectorize_call", None),
+        getattr(np.vectorize, "_vectorize_call_with_signature", None),
+        np.apply_along_axis,
+    ]
+    codes = set()
+    for function in functions:
+        code = getattr(inspect.unwrap(function), "__code__", None) if function else None
+        if code is not None:
+            codes.add(code)
+    return frozenset(codes)
+
+
+_NUMPY_LOOP_CODES = _numpy_loop_codes()
+
+
+def loop_counts(function: Callable[..., Any], *args: Any) -> LoopCounts:
+    """Run ``function(*args)`` once and count the work that a loop repeats per item: the lines
+    of the learner's own Python (as :func:`python_lines`); the calls its own code makes,
+    built-ins included, and those that NumPy's loops (``np.vectorize``,
+    ``np.apply_along_axis``) make for it, so that ``map(np.linalg.norm, x)`` counts one call
+    per row; and the rows taken one at a time out of the array arguments, which are passed as
+    views that count them (``map(f, x)`` over a built-in ``f`` runs no Python at all, but
+    takes every row of ``x``).
+
+    Calls that library code makes on its own are not counted: a vectorised function may take
+    another branch for larger inputs (``np.einsum(..., optimize=True)`` makes more calls
+    inside NumPy) without any loop over the items."""
+    tracer, lines = _learner_line_tracer()
+    calls, rows = 0, [0]
+
+    def profiler(frame: Any, event: str, arg: Any) -> None:
+        nonlocal calls
+        if event not in ("call", "c_call"):
+            return
+        # A Python function's caller is the frame below it (for map(np.linalg.norm, x), the
+        # frame that called map); a built-in runs in its caller's frame.
+        caller = frame.f_back if event == "call" else frame
+        if caller is not None and (caller.f_code in _NUMPY_LOOP_CODES or _is_learner_frame(caller)):
+            calls += 1
+
+    watched = []
+    for arg in args:
+        if type(arg) is np.ndarray:
+            arg = arg.view(_RowWatchedArray)
+            arg.rows = rows
+        watched.append(arg)
+    _call_hooked(
+        function,
+        tuple(watched),
+        [(sys.settrace, sys.gettrace, tracer), (sys.setprofile, sys.getprofile, profiler)],
+    )
+    return LoopCounts(lines=lines[0], calls=calls, rows=rows[0])
+
+
+def _shapes(args: tuple[Any, ...]) -> str:
+    """``"(3, 4) and (5, 4)"``: the shapes of the array arguments of a call, for a message."""
+    shapes = [str(np.shape(arg)) if isinstance(arg, np.ndarray) else repr(arg) for arg in args]
+    return shapes[0] if len(shapes) == 1 else f"{', '.join(shapes[:-1])} and {shapes[-1]}"
+
+
 def require_no_python_loop(
     function: Callable[..., Any], small: tuple[Any, ...], large: tuple[Any, ...], what: str
 ) -> None:
-    """Raise a :class:`Mistake` when ``function`` runs more lines of Python for the ``large``
-    arguments than for the ``small`` ones: the behaviour of a loop over the inputs."""
-    lines_small, lines_large = python_lines(function, *small), python_lines(function, *large)
-    if lines_large > lines_small:
-        raise Mistake(
-            f"{what} ran {lines_small} lines of Python for {describe_arguments(small)} and "
-            f"{lines_large} for {describe_arguments(large)}: a loop runs once per item of the "
-            "input, whether it is written as `for`, a comprehension, `map` or `np.vectorize`. "
-            "Work on whole arrays instead (matrix products and broadcasting)"
-        )
+    """Raise a :class:`Mistake` when ``function`` does more of the work that a loop repeats
+    (:func:`loop_counts`) for the ``large`` arguments than for the ``small`` ones. The
+    function runs once before the counts, so that what a first call does once (an import, a
+    cache filled) is not counted."""
+    call_quietly(function, *small)
+    small_counts, large_counts = loop_counts(function, *small), loop_counts(function, *large)
+    for count, done in (
+        ("lines", "ran {} lines of Python"),
+        ("rows", "took {} rows or entries of its arguments one at a time"),
+        ("calls", "made {} function calls"),
+    ):
+        before, after = getattr(small_counts, count), getattr(large_counts, count)
+        if after > before:
+            raise Mistake(
+                f"{what} {done.format(before)} for inputs of shape {_shapes(small)}, and "
+                f"{after} for {_shapes(large)}: a loop runs once per item of the input, "
+                "whether it is written as `for`, a comprehension, `map`, `np.vectorize` or "
+                "`np.apply_along_axis`. Work on whole arrays instead (matrix products and "
+                "broadcasting)"
+            )
 
 
 #: What the prompts rule out, for :func:`require_own_code`: a module (all of it) or one function.
@@ -210,11 +356,33 @@ TORCH = ("torch",)
 COURSE_LIBRARY = ("selfattn_lib",)
 
 
+def _code_qualname(frame: Any) -> str:
+    """The qualified name of the function ``frame`` runs: ``code.co_qualname`` from Python
+    3.11 on; on Python 3.10, which lacks it, the name of the class that holds the method
+    (found through the frame's first argument, ``self`` or ``cls``) and the function's name."""
+    code = frame.f_code
+    qualname = getattr(code, "co_qualname", None)
+    if isinstance(qualname, str):
+        return qualname
+    name = code.co_name
+    if code.co_argcount and code.co_varnames[0] in ("self", "cls"):
+        owner = frame.f_locals.get(code.co_varnames[0])
+        for klass in (owner if isinstance(owner, type) else type(owner)).__mro__:
+            held = klass.__dict__.get(name)
+            held = getattr(getattr(held, "__func__", held), "__code__", None)  # classmethod
+            if held is not None and (held.co_filename, held.co_firstlineno) == (
+                code.co_filename,
+                code.co_firstlineno,
+            ):
+                return f"{klass.__qualname__}.{name}"
+    return name
+
+
 def _qualified_name(frame: Any, event: str, arg: Any) -> str:
     """``"torch.tensor"``, ``"torch.Tensor.sum"``, ``"selfattn_lib.multihead.split_heads"``:
     the function a profiler ``call`` (Python) or ``c_call`` (built-in) event enters."""
     if event == "call":
-        return f"{frame.f_globals.get('__name__', '')}.{frame.f_code.co_qualname}"
+        return f"{frame.f_globals.get('__name__', '')}.{_code_qualname(frame)}"
     owner = getattr(arg, "__self__", None)
     module = getattr(arg, "__module__", None)
     if module is None and owner is not None and not isinstance(owner, type(sys)):
@@ -292,15 +460,41 @@ def call_quietly(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any
         return call(function, *args, **kwargs)
 
 
-def call_on_copy(function: Callable[..., Any], array: np.ndarray, *args: Any) -> Any:
-    """Call ``function(copy of array, *args)`` quietly and complain if it changed its argument."""
+def call_on_copy(
+    function: Callable[..., Any],
+    array: np.ndarray,
+    *args: Any,
+    argument: str = "",
+    in_place: str = "scores -= scores.max()",
+) -> Any:
+    """Call ``function(copy of array, *args)`` quietly and complain if it changed its argument.
+
+    The message names the argument (``argument``, the prompt's name for ``array``, if given)
+    and the usual way to change it in place (``in_place``, such as ``"weights **= factor"``),
+    whose out-of-place form it recommends.
+
+    Examples
+    --------
+    >>> def in_place(weights, factor):
+    ...     weights **= factor
+    ...     return weights / weights.sum()
+    >>> weights = np.array([1.0, 2.0])
+    >>> call_on_copy(in_place, weights, 2, argument="weights", in_place="weights **= factor")
+    Traceback (most recent call last):
+    ...
+    selfattn_lib.exercises._kit.Mistake: your function changed the array `weights` it was \
+given (for example with `weights **= factor`): compute `weights ** factor` into a new array, \
+so that the caller's weights stay as they were
+    """
     given = array.copy()
     result = call_quietly(function, given, *args)
-    if not np.array_equal(given, array):
+    if not np.array_equal(given, array, equal_nan=array.dtype.kind in "fc"):
+        out_of_place = re.sub(r" (\*\*|[-+*/@]|//)= ", r" \1 ", in_place)
+        named = f" `{argument}`" if argument else ""
         raise Mistake(
-            "your function changed the array it was given (for example with "
-            "`scores -= scores.max()`): compute `scores - scores.max()` into a new array, "
-            "so that the caller's scores stay as they were"
+            f"your function changed the array{named} it was given (for example with "
+            f"`{in_place}`): compute `{out_of_place}` into a new array, so that the caller's "
+            f"{argument or 'scores'} stay as they were"
         )
     return result
 
@@ -538,6 +732,18 @@ def assert_close(
     index = np.unravel_index(np.argmax(np.abs(got - expected)), got.shape) if got.ndim else ()
     where = f" at index {tuple(int(i) for i in index)}" if got.ndim else ""
     raise Mistake(f"{what} is off{where}: got {got[index]:.6g}, expected {expected[index]:.6g}")
+
+
+def require_unrounded(got: Any, expected: Any, what: str) -> None:
+    """Raise a :class:`Mistake` when ``got`` is ``expected`` rounded to a few decimals (0 to
+    5, where rounding changes it): a result rounded for printing."""
+    for decimals in range(6):
+        rounded = np.round(np.asarray(expected, dtype=np.float64), decimals)
+        if not equal(rounded, expected) and equal(got, rounded):
+            raise Mistake(
+                f"{what} is rounded to {decimals} decimals: return the exact values, and "
+                "round only where you print them"
+            )
 
 
 def match_known_mistakes(

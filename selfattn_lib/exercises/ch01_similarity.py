@@ -32,24 +32,65 @@ def _ch1_stack_cases() -> list[tuple[np.ndarray, np.ndarray]]:
     stack_b = np.array([[3.0, 0.0, 4.0], [-4.0, 2.0, -1.0], [0.0, 6.0, 8.0], [2.0, -1.0, 3.0]])
     batch_a = np.stack([stack_a, stack_a[::-1] * 2.0])  # (2, 4, 3)
     batch_b = np.stack([stack_b, -stack_b])  # (2, 4, 3)
-    return [(a, b), (stack_a, stack_b), (batch_a, batch_b)]
+    # Entries with many digits, so that a rounded result differs from the right one.
+    digits_a = np.array([[0.123, -1.718, 2.345], [3.142, 0.414, -0.577]])  # (2, 3)
+    digits_b = np.array([[1.732, 0.271, -2.236], [-0.693, 1.618, 0.866]])  # (2, 3)
+    return [(a, b), (stack_a, stack_b), (batch_a, batch_b), (digits_a, digits_b)]
 
 
-def _ch1_call_pairwise(function: Callable[..., Any], name: str, a: np.ndarray, b: np.ndarray):
-    """Call ``function(a, b)`` on copies and explain the shapes of the usual mix-ups."""
+def _ch1_call_pairwise(
+    function: Callable[..., Any], name: str, a: np.ndarray, b: np.ndarray, *, cosine: bool = False
+):
+    """Call ``function(a, b)`` on copies and explain the shapes of the usual mix-ups (and, for
+    a ``cosine``, a ValueError raised where no vector is zero)."""
     try:
-        result = kit.call(function, a.copy(), b.copy())
+        result = kit.call_quietly(function, a.copy(), b.copy())
     except kit.Mistake as mistake:
-        if a.ndim > 1 and ("aligned" in str(mistake) or "matmul" in str(mistake)):
-            raise kit.Mistake(
-                f"{mistake}. `a @ b` and `np.dot(a, b)` multiply matrices; for stacks of "
-                "vectors, multiply element-wise and sum over the last axis: "
-                "(a * b).sum(axis=-1)"
-            ) from None
-        raise
+        error = str(mistake)
+        if a.ndim > 1 and ("aligned" in error or "matmul" in error):
+            hint = (
+                "`a @ b` and `np.dot(a, b)` multiply matrices; for stacks of vectors, multiply "
+                "element-wise and sum over the last axis: (a * b).sum(axis=-1)"
+            )
+        elif "out of bounds for array of dimension" in error:
+            hint = (
+                "A fixed axis number is the last axis for one number of axes only; the "
+                "entries of each vector lie along the LAST axis whatever the shape: axis=-1"
+            )
+        elif "subscripts" in error:
+            hint = (
+                "Your np.einsum subscripts fix the number of axes; an ellipsis stands for "
+                "any number of leading axes, as in '...d,...d->...'"
+            )
+        elif "1- or 2-d" in error:
+            hint = (
+                "The diagonal of a @ b.T works for 2-D arrays only (np.diag takes 1-D and 2-D "
+                "arrays), and computes every pair to keep the matching ones; multiply "
+                "element-wise and sum over the last axis instead"
+            )
+        elif (
+            cosine
+            and "raised ValueError" in error
+            and not any(
+                word in error.split(" (called with")[0]
+                for word in ("broadcast", "shapes", "dimension")
+            )
+        ):  # a ValueError of the learner's own, and these cases have no zero vector
+            hint = (
+                "None of these vectors is the zero vector (an entry equal to 0 is fine): "
+                "raise only when a whole vector has length 0"
+            )
+        else:
+            raise
+        raise kit.Mistake(f"{error}. {hint}") from None
     what = f"{name}(a, b)"
     shape = np.shape(result) if result is not None else None
     n_pairs = int(np.prod(a.shape[:-1]))
+    if shape == a.shape[:-1] + (1,):
+        raise kit.Mistake(
+            f"{what} returned shape {shape}, expected {a.shape[:-1]}: keepdims=True kept the "
+            "summed axis. Each pair gives one number: leave keepdims out"
+        )
     if shape == a.shape:
         raise kit.Mistake(
             f"{what} returned shape {shape}, the shape of the inputs: these look like the "
@@ -97,12 +138,28 @@ def check_dot_product(dot_product: Callable[..., Any]) -> kit.Feedback:
     def checks() -> str:
         for a, b in _ch1_stack_cases():
             result = _ch1_call_pairwise(dot_product, name, a, b)
-            expected = similarity.dot_product(a, b)
-            got = kit.as_result_array(result, np.asarray(expected), f"{name}(a, b)")
-            kit.assert_close(got, np.asarray(expected), f"{name}(a, b) for shape {a.shape}")
-        # Four times as many pairs: a loop over them runs its body more often.
-        (_, (stack_a, stack_b), _) = _ch1_stack_cases()
-        larger = (np.tile(stack_a, (4, 1)), np.tile(stack_b, (4, 1)))  # (16, 3) each
+            expected = np.asarray(similarity.dot_product(a, b))
+            got = kit.as_result_array(result, expected, f"{name}(a, b)")
+            what = f"{name}(a, b) for shape {a.shape}"
+            products = a * b  # (..., D)
+            mistakes = [
+                (
+                    products.mean(axis=-1),
+                    "you averaged the products (mean); the dot product adds them up (sum)",
+                ),
+                (
+                    np.sqrt(np.abs(products.sum(axis=-1))),
+                    "you took a square root: that turns a·a into a length, but the dot product "
+                    "of two vectors is the plain sum of the products",
+                ),
+            ]
+            if not kit.match_known_mistakes(got, expected, mistakes, what, joiner=": "):
+                kit.require_unrounded(got, expected, what)
+                kit.assert_close(got, expected, what)
+        # Four times as many pairs, each with twice as many entries: a loop over the pairs or
+        # over the entries runs its body more often.
+        stack_a, stack_b = _ch1_stack_cases()[1]
+        larger = (np.tile(stack_a, (4, 2)), np.tile(stack_b, (4, 2)))  # (16, 6) each
         kit.require_no_python_loop(dot_product, (stack_a, stack_b), larger, name)
         kit.require_own_code(
             dot_product,
@@ -121,8 +178,18 @@ def _ch1_cosine_mistakes(a: np.ndarray, b: np.ndarray) -> list[tuple[np.ndarray,
     dot = (a * b).sum(axis=-1)
     length_a, length_b = np.linalg.norm(a, axis=-1), np.linalg.norm(b, axis=-1)
     l1_a, l1_b = np.abs(a).sum(axis=-1), np.abs(b).sum(axis=-1)
+    cosine = dot / (length_a * length_b)
     return [
         (dot, "this is the plain dot product a·b: divide it by the two lengths |a| |b|"),
+        (
+            1 - cosine,
+            "you returned 1 - cos θ, the cosine DISTANCE (what scipy's "
+            "`distance.cosine` gives); the similarity is cos θ itself",
+        ),
+        (
+            np.arccos(np.clip(cosine, -1.0, 1.0)),
+            "you returned the angle θ (np.arccos); return its cosine, without arccos",
+        ),
         (
             dot / (length_a**2 * length_b**2),
             "you divided by the squared lengths a·a and b·b: a length is the square root, "
@@ -149,6 +216,7 @@ def _ch1_name_the_mistake(
 ) -> None:
     """Raise with the message of the first known wrong formula that ``got`` matches."""
     if not kit.match_known_mistakes(got, expected, mistakes, f"{what} is off"):
+        kit.require_unrounded(got, expected, what)
         kit.assert_close(got, expected, what)
 
 
@@ -176,7 +244,7 @@ def check_cosine_similarity(cosine_similarity: Callable[..., Any]) -> kit.Feedba
 
     def checks() -> str:
         for a, b in _ch1_stack_cases():
-            result = _ch1_call_pairwise(cosine_similarity, name, a, b)
+            result = _ch1_call_pairwise(cosine_similarity, name, a, b, cosine=True)
             expected = np.asarray(similarity.cosine_similarity(a, b))
             got = kit.as_result_array(result, expected, f"{name}(a, b)")
             _ch1_name_the_mistake(
@@ -265,7 +333,7 @@ def check_cosine_similarity_matrix(cosine_similarity_matrix: Callable[..., Any])
 
     def call(x: np.ndarray, y: np.ndarray) -> Any:
         try:
-            return kit.call(cosine_similarity_matrix, x.copy(), y.copy())
+            return kit.call_quietly(cosine_similarity_matrix, x.copy(), y.copy())
         except kit.Mistake as mistake:
             if "broadcast" in str(mistake):
                 hint = (
@@ -297,7 +365,28 @@ def check_cosine_similarity_matrix(cosine_similarity_matrix: Callable[..., Any])
                     f"{what} returned shape {shape}, which is (T_k, T_q): the result is "
                     "transposed. Row i must belong to x[i]: use x @ y.T, not y @ x.T"
                 )
+            if shape == (t_q + t_k, t_q + t_k):
+                raise kit.Mistake(
+                    f"{what} returned shape {shape}, which is (T_q + T_k, T_q + T_k): "
+                    "np.corrcoef(x, y) stacks the rows of x and y and correlates all of them, "
+                    "each row minus its mean. The cosine compares the vectors as they are: "
+                    f"shape (T_q, T_k) = {(t_q, t_k)}"
+                )
             expected = similarity.similarity_matrix(x, y, measure="cosine")
+            values = kit.values_like(result, expected)
+            if values is not None and np.isnan(values).any():
+                with np.errstate(all="ignore"):
+                    centred = (
+                        unit_rows(x - x.mean(axis=-1, keepdims=True))
+                        @ unit_rows(y - y.mean(axis=-1, keepdims=True)).T
+                    )  # (T_q, T_k), NaN where a row is constant
+                if np.allclose(values, centred, rtol=kit.RTOL, atol=kit.ATOL, equal_nan=True):
+                    raise kit.Mistake(
+                        f"{what} returned NaN where a vector has equal entries, such as "
+                        "[1, 1, 1, 1]: you subtracted each row's mean first (a correlation), "
+                        "which leaves such a row all zeros. The cosine uses the vectors as "
+                        "they are"
+                    )
             got = kit.as_result_array(result, expected, what)
             dots = x @ y.T  # (T_q, T_k)
             squared_x = x / (x**2).sum(axis=-1, keepdims=True)  # (T_q, D)
@@ -330,8 +419,25 @@ def check_cosine_similarity_matrix(cosine_similarity_matrix: Callable[..., Any])
                 ),
                 (unit_rows(x) @ y.T, "you scaled the rows of x but not the rows of y"),
                 (x @ unit_rows(y).T, "you scaled the rows of y but not the rows of x"),
+                (
+                    1 - expected,
+                    "these are 1 - cos θ, cosine DISTANCES (what scipy's `cdist(x, y, "
+                    '"cosine")` gives); the similarity is cos θ itself',
+                ),
+                (
+                    np.arccos(np.clip(expected, -1.0, 1.0)),
+                    "these are the angles θ (np.arccos); return their cosines, without arccos",
+                ),
             ]
             if t_q == t_k:  # otherwise dividing (T_q, T_k) by (T_q,) fails to broadcast
+                mistakes.append(
+                    (
+                        unit_rows(x) @ y.T / np.linalg.norm(y, axis=-1, keepdims=True),
+                        "you divided row i by the length of y[i]; the lengths of y belong to "
+                        "the COLUMNS: scale the rows of y to length 1 before the product "
+                        "(or divide by np.linalg.norm(y, axis=-1), shape (T_k,))",
+                    )
+                )
                 mistakes.append(
                     (
                         dots / np.linalg.norm(x, axis=-1) / np.linalg.norm(y, axis=-1),
@@ -342,12 +448,19 @@ def check_cosine_similarity_matrix(cosine_similarity_matrix: Callable[..., Any])
                     )
                 )
             _ch1_name_the_mistake(got, expected, mistakes, what)
-        # The same vectors, four times as many of each: a loop runs its body more often.
-        larger = (np.tile(_CH1_X, (4, 1)), np.tile(_CH1_Y, (4, 1)))  # (12, D), (20, D)
+        # Four times as many vectors, each with twice as many entries: a loop over the
+        # vectors or over the entries runs its body more often.
+        larger = (np.tile(_CH1_X, (4, 2)), np.tile(_CH1_Y, (4, 2)))  # (12, 2D), (20, 2D)
         kit.require_no_python_loop(cosine_similarity_matrix, (_CH1_X, _CH1_Y), larger, name)
-        return f"Your {name} matches the loops, without writing one."
+        return f"Your {name} matches the loops, and the checker saw no loop in it."
 
     return kit.run_checks(checks)
+
+
+#: The words check_nearest_neighbour asks about: four without ties, then every word whose
+#: vector has an identical twin (the word itself may then come anywhere among the largest
+#: cosines, so "the second largest" is not the nearest other word).
+_CH1_NEAREST_WORDS = ("dog", "bike", "car", "animal", "the", "was", "a", "because", "in", "on")
 
 
 def check_nearest_neighbour(nearest_neighbour: Callable[..., Any]) -> kit.Feedback:
@@ -386,30 +499,72 @@ def check_nearest_neighbour(nearest_neighbour: Callable[..., Any]) -> kit.Feedba
     name = kit.name_of(nearest_neighbour, "nearest_neighbour")
 
     def checks() -> str:
-        for word in ("dog", "bike", "car", "animal"):
+        for word in _CH1_NEAREST_WORDS:
             index = words.index(word)
             best = cosines[index].max()
             tied = [words[j] for j in np.flatnonzero(cosines[index] >= best - 1e-9)]
             expected = tied[0]
             what = f"{name}({word!r}, words, vectors)"
-            result = kit.call(nearest_neighbour, word, list(words), vectors.copy())
+            given_words, given_vectors = list(words), vectors.copy()
+            result = kit.call(nearest_neighbour, word, given_words, given_vectors)
             if isinstance(result, (int, np.integer)) and not isinstance(result, bool):
                 raise kit.Mistake(
                     f"{what} returned the number {result}: return the word itself, a str "
                     "(words[index])"
                 )
+            if isinstance(result, (float, np.floating)):
+                raise kit.Mistake(
+                    f"{what} returned the number {float(result):.4g}, a similarity: return the "
+                    "word whose similarity is largest, a str (words[index])"
+                )
             if not isinstance(result, str):
                 raise kit.Mistake(f"{what} must return a word (a str), got {type(result).__name__}")
             if result in tied:  # any of several exactly tied words is right
+                if given_words != words:
+                    raise kit.Mistake(
+                        f"{what} returned {result!r}, which is right, but it changed the list "
+                        "`words` it was given (for example with `words.remove(word)`): in the "
+                        "notebook that would change `vocabulary` for every later cell. Leave "
+                        "`words` as it is and set the word's own similarity to -np.inf instead"
+                    )
+                if not np.array_equal(given_vectors, vectors):
+                    raise kit.Mistake(
+                        f"{what} returned {result!r}, which is right, but it changed the array "
+                        "`vectors` it was given (for example with `vectors /= ...`): compute "
+                        "the unit vectors into a new array, so that the caller's vectors stay "
+                        "as they were"
+                    )
                 continue
             if result == word:
+                twins = ""
+                if best >= 1 - 1e-9:
+                    twins = (
+                        f". Here {', '.join(map(repr, tied))} have the same vector as {word!r}: "
+                        "among equal cosines a sort may put the word itself anywhere, so the "
+                        "second largest does not leave it out"
+                    )
                 raise kit.Mistake(
                     f"{what} returned {word!r} itself: every vector has cosine similarity 1 "
                     "with itself. Leave the word out before taking the maximum (for example, "
-                    "set its own similarity to -np.inf)"
+                    "set its own similarity to -np.inf)" + twins
                 )
             if result not in words:
                 raise kit.Mistake(f"{what} returned {result!r}, which is not one of words")
+            others = [other for other in words if other != word]
+            if result == others[int(np.argmax(cosines[index]))]:
+                raise kit.Mistake(
+                    f"{what} returned {result!r}, the word one place after the right one: "
+                    "did you remove the word from `words` but keep its row in `vectors`? "
+                    "Then the positions no longer match; set its similarity to -np.inf instead"
+                )
+            if best >= 1 - 1e-9:
+                apart = np.where(cosines[index] < 1 - 1e-9, cosines[index], -np.inf)
+                if result == words[int(np.argmax(apart))]:
+                    raise kit.Mistake(
+                        f"{what} returned {result!r}, but {expected!r} has the same vector as "
+                        f"{word!r} (cosine 1): you left out every word with cosine 1, but only "
+                        "the word itself must go"
+                    )
             if result == words[int(np.argmax(dots[index]))]:
                 raise kit.Mistake(
                     f"{what} returned {result!r}, the nearest by dot product, which favours "

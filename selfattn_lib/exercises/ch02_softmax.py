@@ -48,7 +48,15 @@ def check_weights_after_scaling(weights_after_scaling: Callable[..., Any]) -> ki
         what = f"{name}({kit.show(weights.round(4))}, {factor:g})"
         expected = softmax.softmax(factor * scores)
         got = kit.as_result_array(
-            kit.call_on_copy(weights_after_scaling, weights, factor), expected, what
+            kit.call_on_copy(
+                weights_after_scaling,
+                weights,
+                factor,
+                argument="weights",
+                in_place="weights **= factor",
+            ),
+            expected,
+            what,
         )
         if np.allclose(got, expected, rtol=1e-6, atol=1e-9):
             return
@@ -78,6 +86,24 @@ def check_weights_after_scaling(weights_after_scaling: Callable[..., Any]) -> ki
                 f"{what} gives the weights of the scores DIVIDED by {factor:g}: use the power "
                 f"{factor:g}, not 1/{factor:g}"
             )
+        if factor != 1 and np.allclose(got, weights * factor):
+            raise kit.Mistake(
+                f"{what} multiplied the WEIGHTS by {factor:g}, so they sum to {got.sum():.6g}. "
+                f"The factor multiplies the SCORES, and with them every difference z_i - z_j: "
+                f"every ratio of two weights, e^(z_i - z_j), is raised to the power {factor:g}"
+            )
+        if np.allclose(got, factor * np.log(weights)):
+            raise kit.Mistake(
+                f"{what} returned k·log w: scores (up to a constant) of the new weights, not the "
+                "weights. Take their softmax, or raise the weights to the power k and normalise"
+            )
+        powered = weights**factor
+        if factor != 1 and np.allclose(got, powered / powered.max()):
+            raise kit.Mistake(
+                f"the weights of {what} sum to {got.sum():.6g}, not 1: you divided the powers "
+                "by the LARGEST one; divide by their total"
+            )
+        kit.require_unrounded(got, expected, what)
         if not np.isclose(got.sum(), 1.0):
             raise kit.Mistake(f"the weights of {what} sum to {got.sum():.6g}, not 1")
         kit.assert_close(got, expected, what)
@@ -131,15 +157,25 @@ def check_temperature_for_top_weight(
 
     def check_one(scores: np.ndarray, target: float) -> None:
         what = f"{name}({kit.show(scores)}, {target:g})"
-        result = kit.call_on_copy(temperature_for_top_weight, scores, target)
+        result = kit.call_on_copy(temperature_for_top_weight, scores, target, argument="scores")
         temperature = float(kit.as_result_array(result, np.zeros(()), what))
+        if temperature > 0 and abs(_top_weight(scores, temperature) - target) <= 1e-6:
+            return
+        if (
+            abs(temperature - target) > 1e-6
+            and abs(_top_weight(scores, float(np.exp(np.clip(temperature, -700, 700)))) - target)
+            <= 1e-6
+        ):
+            raise kit.Mistake(
+                f"{what} returned {temperature:.6g}, which is log τ: the top weight is "
+                f"{target:g} at τ = e^{temperature:.6g}. If you searched over log τ, return "
+                "the exponential of the result"
+            )
         if temperature <= 0:
             raise kit.Mistake(
                 f"{what} returned {temperature:.6g}, but a temperature must be positive"
             )
         weight = _top_weight(scores, temperature)
-        if abs(weight - target) <= 1e-6:
-            return
         if abs(temperature - target) <= 1e-6:
             raise kit.Mistake(
                 f"{what} returned the target weight {target:g} itself; return the "
@@ -151,6 +187,28 @@ def check_temperature_for_top_weight(
                 f"{target:g} when the scores are MULTIPLIED by it. Softmax with temperature "
                 "divides the scores by τ, so return its inverse"
             )
+        for reordered in (np.sort(scores)[::-1], np.sort(scores)):
+            if np.array_equal(reordered, scores):
+                continue
+            try:
+                other = float(
+                    kit.as_array(
+                        kit.call_on_copy(
+                            temperature_for_top_weight, reordered, target, argument="scores"
+                        ),
+                        what,
+                    )
+                )
+            except (kit.Mistake, TypeError):
+                continue
+            if other > 0 and abs(_top_weight(reordered, other) - target) <= 1e-6:
+                raise kit.Mistake(
+                    f"with τ = {temperature:.6g} from {what} the top weight is {weight:.6g}, "
+                    f"not {target:g}, yet for the same scores in the order "
+                    f"{kit.show(reordered)} your τ is right: your search depends on where the "
+                    "largest score stands. Search on the LARGEST weight, `.max()`, wherever "
+                    "it stands in the row"
+                )
         direction = (
             "too low: a higher temperature flattens the weights"
             if weight > target
@@ -160,9 +218,9 @@ def check_temperature_for_top_weight(
             " You are close: keep narrowing the interval (about 100 halvings, or until it is "
             "shorter than 1e-12)."
             if abs(weight - target) < 1e-2
-            else " The top weight falls steadily as τ grows, so a bisection finds it: keep "
-            "the half of the interval on whose ends the top weight lies on either side of "
-            "the target."
+            else " The top weight falls steadily as τ grows, so a bisection finds it: start "
+            "from an interval whose ends give top weights on either side of the target "
+            "(widen it until they do), then keep the half on whose ends they still are."
         )
         if scores.max() > 700:
             hint = (
@@ -266,7 +324,7 @@ def check_log_softmax(log_softmax: Callable[[np.ndarray], Any]) -> kit.Feedback:
         what = f"{name}({description})"
         expected = _log_softmax(scores)
         try:
-            result = kit.call_on_copy(log_softmax, scores)
+            result = kit.call_on_copy(log_softmax, scores, argument="scores")
         except kit.Mistake as mistake:
             if "broadcast" in str(mistake):
                 raise kit.Mistake(
@@ -307,6 +365,14 @@ def check_log_softmax(log_softmax: Callable[[np.ndarray], Any]) -> kit.Feedback:
                 "own, along axis=-1 with keepdims=True",
             ),
         )
+        own_shift = scores - largest  # (T_q, T_k): each row minus its own maximum
+        known += (
+            (
+                own_shift - np.log(np.exp(own_shift).sum()),
+                "divided by one total of the whole matrix; each row needs its own, "
+                "`sum(axis=-1, keepdims=True)`",
+            ),
+        )
         if scores.shape[0] == scores.shape[1]:  # only a square matrix broadcasts silently
             without_keepdims = (
                 "without keepdims=True the row maxima or totals, shape (T_q,), line up with "
@@ -320,9 +386,32 @@ def check_log_softmax(log_softmax: Callable[[np.ndarray], Any]) -> kit.Feedback:
                     "subtracted the log-sum-exp of row j from column j: " + without_keepdims,
                 ),
                 (shifted - softmax.log_sum_exp(shifted, axis=-1), without_keepdims),
+                (
+                    own_shift - np.log(np.exp(own_shift).sum(axis=-1)),
+                    "subtracted the log of row j's total from column j: the total was summed "
+                    "without keepdims=True, so its shape (T_q,) lines up with the LAST axis. "
+                    "Keep the reduced axis with `keepdims=True`",
+                ),
+                (
+                    shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True)),
+                    "shifted entry (i, j) by the maximum of row j: the maximum was taken "
+                    "without keepdims=True, so its shape (T_q,) lines up with the LAST axis. "
+                    "Keep the reduced axis with `keepdims=True`",
+                ),
             )
         if kit.match_known_mistakes(got, expected, known, what, joiner=" "):
             return
+        vanished = softmax.softmax(scores, axis=-1) == 0  # weights that round to 0.0
+        if vanished.any() and kit.equal(got[~vanished], expected[~vanished]):
+            i, j = np.argwhere(vanished & ~np.isclose(got, expected))[0]
+            raise kit.Mistake(
+                f"{what} gives {got[i, j]:.6g} at ({i}, {j}), where the weight rounds to 0.0 "
+                f"and the true log-weight is {expected[i, j]:.6g}. Clipping the weights or "
+                "adding a small number before the log hides log(0) = -inf but does not give "
+                "the log-weight: compute it from the scores, as the score minus the "
+                "log-sum-exp of its row"
+            )
+        kit.require_unrounded(got, expected, what)
         row_sums = np.exp(got).sum(axis=-1)
         if not np.allclose(row_sums, 1.0):
             raise kit.Mistake(
@@ -342,6 +431,35 @@ def check_log_softmax(log_softmax: Callable[[np.ndarray], Any]) -> kit.Feedback:
         )
 
     return kit.run_checks(checks)
+
+
+def _ch2_log_sum_exp_mistakes(scores: np.ndarray, fix: str) -> list[tuple[Any, str]]:
+    """Results of the usual wrong log-sum-exp formulas on ``scores``, each with what went
+    wrong (``fix`` says how to compute it)."""
+    largest = scores.max()
+    shifted = scores - largest  # (n,), every entry <= 0
+    return [
+        (
+            largest + np.log(scores.size),
+            "returned max + log n, its upper bound, which it reaches only when all the scores "
+            f"are equal; add up the exponentials: {fix}",
+        ),
+        (
+            np.log(np.exp(shifted)).sum() + largest,
+            "took the logarithm of each exponential before adding them up; the logarithm "
+            "comes after the sum, log(sum(exp(z - m)))",
+        ),
+        (
+            np.exp(shifted).sum(),
+            "returned the sum of the shifted exponentials; take its logarithm and add the "
+            "maximum back, m + log(sum(exp(z - m)))",
+        ),
+        (
+            largest + np.log1p(np.exp(shifted).sum()),
+            "used np.log1p, which adds 1 before the logarithm (log1p(x) = log(1 + x)); the "
+            "sum needs np.log itself",
+        ),
+    ]
 
 
 def check_log_sum_exp(log_sum_exp: Callable[[np.ndarray], Any]) -> kit.Feedback:
@@ -390,7 +508,7 @@ def check_log_sum_exp(log_sum_exp: Callable[[np.ndarray], Any]) -> kit.Feedback:
             what = f"{name}({kit.show(scores)})"
             largest = scores.max()
             expected = np.asarray(softmax.log_sum_exp(scores))
-            result = kit.call_on_copy(log_sum_exp, scores)
+            result = kit.call_on_copy(log_sum_exp, scores, argument="scores")
             kit.explain_non_finite(result, expected, what, explanation)
             got = kit.as_result_array(result, expected, what)
             if not np.isclose(got, expected) and np.isclose(got, expected - largest):
@@ -404,7 +522,11 @@ def check_log_sum_exp(log_sum_exp: Callable[[np.ndarray], Any]) -> kit.Feedback:
                     f"{what} returned the maximum score; log-sum-exp is a smooth maximum, a "
                     f"little larger: {float(expected):.6g}"
                 )
-            kit.assert_close(got, expected, what)
+            with np.errstate(all="ignore"):  # log(0) in a wrong formula is no warning here
+                mistakes = _ch2_log_sum_exp_mistakes(scores, fix)
+            if not kit.match_known_mistakes(got, expected, mistakes, what, joiner=" "):
+                kit.require_unrounded(got, expected, what)
+                kit.assert_close(got, expected, what)
         kit.require_own_code(
             log_sum_exp,
             (cases[0][0],),

@@ -86,7 +86,9 @@ def test_ch2_weights_after_scaling_names_typical_mistakes():
         weights **= factor
         return weights / weights.sum()
 
-    assert_ch2_mistake(checker(in_place), "changed the array it was given")
+    assert_ch2_mistake(
+        checker(in_place), "changed the array `weights` it was given", "`weights ** factor`"
+    )
     # Going back to scores with the logarithm is right too.
     assert checker(lambda w, k: ch2_stable_softmax(k * np.log(w))).passed
 
@@ -232,7 +234,7 @@ def test_ch2_log_softmax_names_typical_mistakes():
         scores -= scores.max(axis=-1, keepdims=True)
         return scores - np.log(np.exp(scores).sum(axis=-1, keepdims=True))
 
-    assert_ch2_mistake(checker(in_place), "changed the array it was given")
+    assert_ch2_mistake(checker(in_place), "changed the array `scores` it was given")
     # Going through the library's log-sum-exp is right too.
     from selfattn_lib.softmax import log_sum_exp
 
@@ -243,3 +245,253 @@ def test_ch2_log_softmax_names_typical_mistakes():
 REFERENCES = {
     **{checker.__name__: solution for checker, solution in CH2_CHECKERS.values()},
 }
+
+
+# --- Plausible mistakes written from each prompt alone, and correct variants ---
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (lambda w, k: w * k, ["multiplied the WEIGHTS by 2", "power 2"]),
+        (lambda w, k: k * np.log(w), ["returned k·log w", "softmax"]),
+        (lambda w, k: w**k / (w**k).max(), ["by the LARGEST one", "their total"]),
+        (lambda w, k: np.round(ch2_weights_after_scaling(w, k), 3), ["rounded to 3 decimals"]),
+        (lambda w, k: ch2_stable_softmax(w + k), ["softmax of the weights, as if"]),
+        (lambda w, k: w**k, ["sum to 0.510543, not 1", "divide by the new total"]),
+        (
+            lambda w, k: np.power(w, k, out=w) / w.sum(),
+            ["changed the array `weights` it was given", "`weights ** factor` into a new"],
+        ),
+    ],
+)
+def test_ch2_weights_after_scaling_names_more_mistakes(answer, fragments):
+    assert_ch2_mistake(exercises.check_weights_after_scaling(answer), *fragments)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda w, k: np.exp(k * np.log(w)) / np.exp(k * np.log(w)).sum(),
+        lambda w, k: ch2_stable_softmax(k * (np.log(w) - np.log(w[0]))),
+        lambda w, k: np.power(w, k) / np.sum(np.power(w, k)),
+        lambda w, k: ch2_weights_after_scaling(w.astype(np.float32), np.float32(k)),
+    ],
+)
+def test_ch2_weights_after_scaling_accepts_correct_variants(answer):
+    feedback = exercises.check_weights_after_scaling(answer)
+    assert feedback.passed, feedback.message
+
+
+def ch2_bisect_on(weight_of, scores, target, low=1e-3, high=1e6):
+    for _ in range(200):
+        middle = np.sqrt(low * high)
+        if weight_of(ch2_stable_softmax(scores / middle)) > target:
+            low = middle
+        else:
+            high = middle
+    return np.sqrt(low * high)
+
+
+def ch2_bisect_log_tau_without_exp(scores, target):
+    low, high = np.log(1e-3), np.log(1e6)
+    for _ in range(100):
+        middle = (low + high) / 2
+        if ch2_top_weight(scores, np.exp(middle)) > target:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2  # log τ, not τ
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (ch2_bisect_log_tau_without_exp, ["which is log τ", "exponential"]),
+        (
+            lambda s, t: ch2_bisect_on(lambda w: w[0], s, t),
+            ["in the order [2.5, 1.0, 0.3, -1.2] your τ is right", "LARGEST weight"],
+        ),
+        (
+            lambda s, t: ch2_bisect_on(lambda w: w[-1], s, t),
+            ["in the order [0.0, 1.0, 2.0] your τ is right", "LARGEST weight"],
+        ),
+        (
+            lambda s, t: ch2_bisect_on(lambda w: w.max(), s, t, low=1e-2, high=1.0),
+            ["τ is too low", "widen it until they do"],
+        ),
+        (
+            lambda s, t: ch2_bisect_on(lambda w: w.max(), s, t, low=1.0, high=1e3),
+            ["τ is too high", "widen it until they do"],
+        ),
+        (lambda s, t: np.array([ch2_temperature_for_top_weight(s, t)]), ["expected ()"]),
+    ],
+)
+def test_ch2_temperature_for_top_weight_names_more_mistakes(answer, fragments):
+    assert_ch2_mistake(exercises.check_temperature_for_top_weight(answer), *fragments)
+
+
+def ch2_linear_bisection(scores, target):
+    low, high = 1e-3, 1e3
+    while high - low > 1e-13 * high:
+        middle = (low + high) / 2
+        if ch2_top_weight(scores, middle) > target:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2
+
+
+def ch2_bisection_on_inverse(scores, target):
+    low, high = 1e-6, 1e3  # β = 1/τ: the top weight grows with β
+    for _ in range(200):
+        middle = np.sqrt(low * high)
+        if ch2_top_weight(scores, 1 / middle) < target:
+            low = middle
+        else:
+            high = middle
+    return 1 / np.sqrt(low * high)
+
+
+def ch2_widening_bisection(scores, target):
+    low, high = 1.0, 1.0
+    while ch2_top_weight(scores, low) <= target:
+        low /= 2
+    while ch2_top_weight(scores, high) >= target:
+        high *= 2
+    for _ in range(100):
+        middle = np.sqrt(low * high)
+        if ch2_top_weight(scores, middle) > target:
+            low = middle
+        else:
+            high = middle
+    return np.sqrt(low * high)
+
+
+def ch2_secant_on_log_tau(scores, target):
+    def gap(log_tau):
+        return np.log(ch2_top_weight(scores, np.exp(log_tau))) - np.log(target)
+
+    x0, x1 = np.log(ch2_bisect_temperature(scores, target, halvings=12)), 0.0
+    x1 = x0 + 1e-3
+    for _ in range(50):
+        g0, g1 = gap(x0), gap(x1)
+        if g1 == g0:
+            break
+        x0, x1 = x1, x1 - g1 * (x1 - x0) / (g1 - g0)
+    return float(np.exp(x1))
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [ch2_linear_bisection, ch2_bisection_on_inverse, ch2_widening_bisection, ch2_secant_on_log_tau],
+)
+def test_ch2_temperature_for_top_weight_accepts_correct_variants(answer):
+    feedback = exercises.check_temperature_for_top_weight(answer)
+    assert feedback.passed, feedback.message
+
+
+def ch2_log_sum_exp_in_place(scores):
+    largest = scores.max()
+    scores -= largest  # the right value, but the caller's scores change
+    return largest + np.log(np.exp(scores).sum())
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (lambda s: s.max() + np.log(s.size), ["returned max + log n, its upper bound"]),
+        (
+            lambda s: np.log(np.exp(s - s.max())).sum() + s.max(),
+            ["logarithm of each exponential before adding"],
+        ),
+        (lambda s: np.exp(s - s.max()).sum(), ["sum of the shifted exponentials"]),
+        (lambda s: s.max() + np.log1p(np.exp(s - s.max()).sum()), ["np.log1p"]),
+        (lambda s: np.round(ch2_log_sum_exp(s), 2), ["rounded to 2 decimals"]),
+        (
+            lambda s: s.mean() + np.log(np.exp(s - s.mean()).sum()),
+            ["[-1000.0, 0.0, 1000.0]", "709.78"],
+        ),
+        (
+            lambda s: s.min() + np.log(np.exp(s - s.min()).sum()),
+            ["[-1000.0, 0.0, 1000.0]", "709.78"],
+        ),
+        (ch2_log_sum_exp_in_place, ["changed the array `scores` it was given"]),
+    ],
+)
+def test_ch2_log_sum_exp_names_more_mistakes(answer, fragments):
+    assert_ch2_mistake(exercises.check_log_sum_exp(answer), *fragments)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda s: np.logaddexp.reduce(s),
+        lambda s: float(s.max() + np.log(np.sum(np.exp(s - s.max())))),
+        lambda s: np.max(s) + np.log(np.exp(s - np.max(s)).sum(dtype=np.float64)),
+    ],
+)
+def test_ch2_log_sum_exp_accepts_correct_variants(answer):
+    feedback = exercises.check_log_sum_exp(answer)
+    assert feedback.passed, feedback.message
+
+
+def test_ch2_log_sum_exp_and_log_softmax_accept_torch():
+    torch = pytest.importorskip("torch")
+    lse = exercises.check_log_sum_exp(lambda s: torch.logsumexp(torch.from_numpy(s), dim=-1))
+    assert lse.passed, lse.message
+    log_softmax = exercises.check_log_softmax(
+        lambda s: torch.log_softmax(torch.from_numpy(s), dim=-1)
+    )
+    assert log_softmax.passed, log_softmax.message
+
+
+def ch2_keepdims_missing_in_the_sum(scores):
+    shifted = scores - scores.max(axis=-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=-1))
+
+
+def ch2_keepdims_missing_in_the_maximum(scores):
+    shifted = scores - scores.max(axis=-1)
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+def ch2_own_maximum_one_total(scores):
+    shifted = scores - scores.max(axis=-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum())
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (ch2_keepdims_missing_in_the_sum, ["log of row j's total", "keepdims=True"]),
+        (ch2_keepdims_missing_in_the_maximum, ["maximum of row j", "keepdims=True"]),
+        (
+            lambda s: np.log(np.clip(ch2_stable_softmax(s), 1e-300, None)),
+            ["where the weight rounds to 0.0", "Clipping the weights"],
+        ),
+        (
+            lambda s: np.log(ch2_stable_softmax(s) + 1e-12),
+            ["-27.631", "adding a small number"],
+        ),
+        (ch2_own_maximum_one_total, ["one total of the whole matrix", "sum(axis=-1"]),
+        (lambda s: np.round(ch2_log_softmax(s), 3), ["rounded to 3 decimals"]),
+    ],
+)
+def test_ch2_log_softmax_names_more_mistakes(answer, fragments):
+    with np.errstate(all="raise"):  # the checker, not the test, must silence the warnings
+        feedback = exercises.check_log_softmax(answer)
+    assert_ch2_mistake(feedback, *fragments)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda s: s - np.logaddexp.reduce(s, axis=-1, keepdims=True),
+        lambda s: (s.T - (s.max(axis=1) + np.log(np.exp(s.T - s.max(axis=1)).sum(axis=0)))).T,
+        lambda s: s - s.max(-1)[:, None] - np.log(np.exp(s - s.max(-1)[:, None]).sum(-1))[:, None],
+    ],
+)
+def test_ch2_log_softmax_accepts_correct_variants(answer):
+    feedback = exercises.check_log_softmax(answer)
+    assert feedback.passed, feedback.message

@@ -52,6 +52,27 @@ def test_call_on_copy_catches_a_function_that_changes_its_argument():
     with pytest.raises(kit.Mistake, match="changed the array it was given"):
         kit.call_on_copy(in_place, np.array([1.0, 2.0]))
     assert np.array_equal(kit.call_on_copy(lambda s: s - 1, np.array([1.0])), [0.0])
+    assert np.isnan(kit.call_on_copy(lambda s: s[0], np.array([np.nan])))  # NaN is unchanged
+
+
+def test_call_on_copy_names_the_argument_and_its_out_of_place_form():
+    def powers_in_place(weights, factor):
+        np.power(weights, factor, out=weights)
+        return weights
+
+    with pytest.raises(kit.Mistake) as caught:
+        kit.call_on_copy(
+            powers_in_place,
+            np.array([0.2, 0.8]),
+            2.0,
+            argument="weights",
+            in_place="weights **= factor",
+        )
+    assert str(caught.value) == (
+        "your function changed the array `weights` it was given (for example with "
+        "`weights **= factor`): compute `weights ** factor` into a new array, so that the "
+        "caller's weights stay as they were"
+    )
 
 
 def test_name_of_prefers_the_learners_name_and_falls_back_for_lambdas():
@@ -220,3 +241,155 @@ def test_switching_off_the_checkers_watch_is_a_mistake():
         kit.library_calls(unwatched, (np.ones(3),), kit.COURSE_LIBRARY)
     with pytest.raises(kit.Mistake, match="changed the Python tracer or profiler"):
         kit.python_lines(unwatched, np.ones(3))
+
+
+def kit_row_lengths(x):
+    return np.linalg.norm(x, axis=-1)
+
+
+@pytest.mark.parametrize(
+    ("loop", "count"),
+    [
+        (lambda x: np.array([np.linalg.norm(row) for row in x]), "lines"),
+        (lambda x: np.array(list(map(np.linalg.norm, x))), "rows"),  # NumPy's function, no line
+        (lambda x: np.apply_along_axis(np.linalg.norm, 1, x), "rows"),  # NumPy's own loop
+        (lambda x: np.array(list(map(np.ones(x.shape[-1]).__matmul__, x))), "rows"),  # built-in
+        (lambda x: np.vectorize(np.dot, signature="(d),(d)->()")(x, x), "rows"),
+        (lambda x: np.sqrt(sum(x[:, d] ** 2 for d in range(x.shape[1]))), "lines"),  # over D
+        (lambda x: np.array(list(map(np.linalg.norm, x.tolist()))), "calls"),  # a copy, a list
+        # Over a plain view of the arrays: NumPy's Python functions, called from the
+        # learner's map or from NumPy's own loops, still count.
+        (lambda x: np.array(list(map(np.linalg.norm, np.asarray(x)))), "calls"),
+        (lambda x: np.apply_along_axis(sum, 1, np.asarray(x)), "calls"),
+        (lambda x: np.vectorize(np.dot, signature="(d),(d)->()")(*[np.asarray(x)] * 2), "calls"),
+    ],
+)
+def test_the_loop_detector_sees_loops_that_run_none_of_the_learners_lines(loop, count):
+    small, large = (np.ones((3, 4)),), (np.ones((12, 8)),)
+    counts_small, counts_large = kit.loop_counts(loop, *small), kit.loop_counts(loop, *large)
+    assert getattr(counts_large, count) > getattr(counts_small, count)
+    with pytest.raises(kit.Mistake, match="a loop runs once per item"):
+        kit.require_no_python_loop(loop, small, large, "f")
+
+
+@pytest.mark.parametrize(
+    "vectorised",
+    [
+        kit_row_lengths,
+        lambda x: np.sqrt(np.einsum("td,td->t", x, x)),
+        lambda x: np.sqrt((x * x) @ np.ones(x.shape[-1])),
+        lambda x: np.hypot.reduce(x, axis=-1),
+        lambda x: [np.linalg.norm(part, axis=-1) for part in (x, x)][0],  # a loop of fixed size
+        lambda x: np.einsum("id,jd->ij", x, x, optimize=True),
+        lambda x: np.einsum("td,td->t", x, x, optimize="greedy"),
+    ],
+)
+def test_the_loop_detector_counts_the_same_for_vectorised_code(vectorised):
+    small, large = (np.ones((3, 4)),), (np.ones((12, 8)),)
+    kit.require_no_python_loop(vectorised, small, large, "f")
+
+
+def test_the_loop_detector_leaves_the_garbage_collector_and_the_arrays_as_they_were():
+    import gc
+
+    x = np.ones((3, 4))
+    kit.require_no_python_loop(kit_row_lengths, (x,), (np.ones((6, 4)),), "f")
+    assert gc.isenabled() and type(x) is np.ndarray
+    seen = []
+    kit.loop_counts(lambda x: seen.append(x), x)
+    assert isinstance(seen[0], np.ndarray) and np.array_equal(seen[0], x)
+
+
+def test_qualified_names_without_co_qualname_as_on_python_3_10():
+    import sys
+    from types import SimpleNamespace
+
+    class Code:  # a code object as Python 3.10 has it: no co_qualname
+        def __init__(self, code):
+            self._code = code
+
+        def __getattr__(self, name):
+            if name == "co_qualname":
+                raise AttributeError(name)
+            return getattr(self._code, name)
+
+    class Owner:
+        def method(self):
+            return sys._getframe()
+
+        @classmethod
+        def maker(cls):
+            return sys._getframe()
+
+    def function():
+        return sys._getframe()
+
+    frames = (Owner().method(), Owner.maker(), function())
+    for frame, expected in zip(frames, ("Owner.method", "Owner.maker", "function"), strict=True):
+        as_on_310 = SimpleNamespace(f_code=Code(frame.f_code), f_locals=frame.f_locals)
+        assert kit._code_qualname(as_on_310).endswith(expected)
+        assert kit._code_qualname(frame).endswith(expected)  # on this Python, whichever it is
+        if hasattr(frame.f_code, "co_qualname"):  # Python 3.11 on
+            assert kit._code_qualname(frame) == frame.f_code.co_qualname
+    assert (
+        kit._code_qualname(SimpleNamespace(f_code=Code(function().f_code), f_locals={}))
+        == "function"
+    )
+
+
+def test_require_unrounded_names_a_result_rounded_for_printing():
+    expected = np.array([0.123456, 2.5])
+    with pytest.raises(kit.Mistake, match="rounded to 2 decimals"):
+        kit.require_unrounded(expected.round(2), expected, "f")
+    kit.require_unrounded(expected, expected, "f")
+    kit.require_unrounded(np.array([1.0, 2.0]), np.array([1.0, 2.0]), "f")  # nothing to round
+
+
+@pytest.mark.parametrize(
+    "loop",
+    [
+        lambda x: np.array(list(map(sum, x.tolist()))),
+        lambda x: np.array(list(map(np.ones(x.shape[-1]).dot, np.asarray(x)))),
+        lambda x: np.array(list(map(sum, np.asarray(x) * 2))),
+    ],
+)
+def test_the_loop_detector_does_not_see_a_built_in_looping_over_a_copy_or_plain_view(loop):
+    # The limit the kit's docstring and chapter 1's prompt state: a built-in mapped over a
+    # list, or over a plain ndarray view (np.asarray drops the view that counts rows), runs
+    # in C from start to end and takes no row of the arrays given.
+    small, large = kit.loop_counts(loop, np.ones((3, 4))), kit.loop_counts(loop, np.ones((12, 8)))
+    assert small == large
+
+
+def test_the_loop_detector_leaves_out_the_calls_numpy_makes_on_its_own():
+    # np.einsum(..., optimize=True) parses each new pair of shapes in Python and caches the
+    # result, so the first call on the larger input makes more calls inside NumPy, with no loop
+    # over the items: they must not count.
+    import sys
+
+    einsum = lambda x, y: np.einsum("id,jd->ij", x, y, optimize=True)  # noqa: E731
+    small, large = (np.ones((3, 4)), np.ones((5, 4))), (np.ones((12, 8)), np.ones((20, 8)))
+    parse = getattr(getattr(np, "_core", None), "einsumfunc", None)
+    parse = getattr(parse, "_parse_eq_to_batch_matmul", None)
+    if not hasattr(parse, "cache_clear"):
+        pytest.skip("this NumPy's einsum has no cached parser")
+
+    def every_call(*arrays):
+        count = [0]
+
+        def profiler(frame, event, arg):
+            count[0] += event in ("call", "c_call")
+
+        watched = [array.view(kit._RowWatchedArray) for array in arrays]
+        sys.setprofile(profiler)
+        try:
+            einsum(*watched)
+        finally:
+            sys.setprofile(None)
+        return count[0]
+
+    parse.cache_clear()
+    first, again = every_call(*large), every_call(*large)
+    assert first > again  # the parse, once per pair of shapes
+    parse.cache_clear()
+    kit.require_no_python_loop(einsum, small, large, "f")
