@@ -598,6 +598,12 @@ def check_decode_position(decode_position: Callable[[np.ndarray], Any]) -> kit.F
                 "D/2 - 1, at frequency ω_i = 10000^(-2i/D) = 10000^(-(D-2)/D)",
             ),
             (
+                theta / _CH8_BASE ** (-(d_model / 2 - 1) / d_model),
+                ": you divided the angle by 10000^(-(D/2-1)/D), the exponent i/D with i = "
+                "D/2 - 1; the exponent is 2i/D, so the slowest pair's frequency is ω_i = "
+                "10000^(-(D-2)/D)",
+            ),
+            (
                 np.degrees(theta) / slowest,
                 ": the angle was turned into degrees; the frequencies ω_i are in radians "
                 "per position, so divide the angle in radians",
@@ -626,10 +632,10 @@ def check_decode_position(decode_position: Callable[[np.ndarray], Any]) -> kit.F
             *(
                 (
                     position % wavelength,  # the position itself while it is under a turn
-                    f" for position {position}: pair {pair} repeats every {wavelength:.4g} "
-                    "positions, so it only knows the position up to whole turns. Use the "
-                    "slowest pair (dimensions D - 2 and D - 1), which turns less than once "
-                    "over 20000 positions",
+                    f" for position {position}: pair {pair} turns once every {wavelength:.4g} "
+                    "positions, so its angle divided by its frequency is the position only "
+                    f"modulo {wavelength:.4g}. Use the slowest pair (dimensions D - 2 and "
+                    "D - 1), which turns less than once over 20000 positions",
                 )
                 for pair, wavelength in reversed(list(enumerate(wavelengths[:-1])))
             ),
@@ -649,9 +655,12 @@ def check_decode_position(decode_position: Callable[[np.ndarray], Any]) -> kit.F
                 rows.append((what, per_row))
         # A whole-number answer can be up to 0.5 away from a slip's exact (unrounded) result.
         _ch8_slip_of_every_answer(answers, "", rtol=0, atol=0.5)
-        # Rounding down or up is off by one at some rows and right at others (position 0,
-        # whose angle is exactly 0, at least); an answer right nowhere made another slip.
-        rounding = any(abs(got - position) < 1e-6 for got, position, _, _ in answers)
+        # Rounding down or up is off by one at some rows and right at others; an answer right
+        # nowhere made another slip. Position 0 is no evidence: its angle is 0 whatever the
+        # frequency, so a wrong ω reads it right too.
+        rounding = any(
+            abs(got - position) < 1e-6 for got, position, _, _ in answers if position != 0
+        )
         for (got, position, fixed, returned), (what, per_row) in zip(answers, rows, strict=True):
             if abs(got - position) < 1e-6:
                 continue
