@@ -84,6 +84,8 @@ def check_split_layout_encoding(split_layout_encoding: Callable[[int, int], Any]
         per_dimension = positions * _CH8_BASE ** (-np.arange(d_model) / d_model)  # (T, D)
         whole = positions * _CH8_BASE ** (-(np.arange(0, d_model, 2) // d_model))  # ω_i = 1
         thousand = positions * 1000.0 ** (-np.arange(0, d_model, 2) / d_model)
+        from_one = positions * _CH8_BASE ** (-np.arange(2, d_model + 1, 2) / d_model)
+        base_e = positions * np.exp(-np.arange(0, d_model, 2) / d_model)
         return [
             (
                 split(t2t),
@@ -139,6 +141,26 @@ def check_split_layout_encoding(split_layout_encoding: Callable[[int, int], Any]
                 split(thousand),
                 "the frequencies are 1000^(-2i/D); the base is 10000 (ten thousand), "
                 "ω_i = 10000^(-2i/D)",
+            ),
+            (
+                split(from_one),
+                "the pair index runs from 1 to D/2 (np.arange(1, D/2 + 1)); it runs from 0 to "
+                "D/2 - 1, so that pair 0 turns at ω_0 = 10000^0 = 1",
+            ),
+            (
+                split(base_e),
+                "the frequencies are e^(-2i/D), np.exp(-2i/D) without the logarithm of the "
+                "base; ω_i = 10000^(-2i/D) = np.exp(-2i/D · np.log(10000))",
+            ),
+            (
+                split(np.degrees(angles)),
+                "the angles were turned into degrees (np.degrees); np.sin and np.cos take "
+                "radians, and pos · ω_i is in radians already: np.sin(pos · ω_i)",
+            ),
+            (
+                split(np.radians(angles)),
+                "the angles were taken as degrees (np.radians, or × π/180); pos · ω_i is in "
+                "radians already: np.sin(pos · ω_i)",
             ),
         ]
 
@@ -725,8 +747,11 @@ def check_rope_half(rope_half: Callable[[np.ndarray, np.ndarray], Any]) -> kit.F
         per_feature = positions[:, None] * _CH8_BASE ** (-np.arange(d_model) / d_model)
         unpaired = positions[:, None] * _CH8_BASE ** (-np.arange(d_model // 2) / d_model)
         whole = positions[:, None] * _CH8_BASE ** (-(np.arange(0, d_model, 2) // d_model))
+        from_one = positions[:, None] * _CH8_BASE ** (-np.arange(2, d_model + 1, 2) / d_model)
         right = _ch8_rotate_halves(x, both)
         half = d_model // 2
+        cos, sin = np.cos(angles), np.sin(angles)  # (T, D / 2) each
+        first = x[:, :half] * cos - x[:, half:] * sin  # the first half, turned
         return [
             (
                 positional.apply_rope(x, positions),
@@ -812,6 +837,17 @@ def check_rope_half(rope_half: Callable[[np.ndarray, np.ndarray], Any]) -> kit.F
                 _ch8_rotate_halves(x, np.concatenate([whole, whole], axis=-1)),
                 "every pair turns at ω = 1: the exponent was computed with integer division, "
                 "2i // D, which is 0 for every i < D/2. Divide with /: ω_i = 10000^(-2i/D)",
+            ),
+            (
+                np.concatenate([first, x[:, half:] * cos + first * sin], axis=-1),
+                "the second half was computed from the already turned first half (the first "
+                "half's new values fed into x_{i+D/2} cos θ + x_i sin θ). Both halves use the "
+                "ORIGINAL features: compute both from x before replacing either",
+            ),
+            (
+                _ch8_rotate_halves(x, np.concatenate([from_one, from_one], axis=-1)),
+                "the pair index runs from 1 to D/2 (np.arange(1, D/2 + 1)); it runs from 0 to "
+                "D/2 - 1, so that pair 0 (features 0 and D/2) turns at ω_0 = 1",
             ),
         ]
 

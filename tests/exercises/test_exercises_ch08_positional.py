@@ -176,6 +176,18 @@ def ch8_split_of(angles):
             lambda t, d: ch8_split_of(np.arange(t)[:, None] * 1000.0 ** (-np.arange(0, d, 2) / d)),
             ["1000^(-2i/D)", "the base is 10000"],
         ),
+        (  # RoFormer counts its pairs from 1
+            lambda t, d: ch8_split_of(
+                np.arange(t)[:, None] * 10000.0 ** (-np.arange(2, d + 1, 2) / d)
+            ),
+            ["runs from 1 to D/2", "ω_0 = 10000^0 = 1"],
+        ),
+        (
+            lambda t, d: ch8_split_of(np.arange(t)[:, None] * np.exp(-np.arange(0, d, 2) / d)),
+            ["e^(-2i/D)", "np.log(10000)"],
+        ),
+        (lambda t, d: ch8_split_of(np.degrees(ch8_angles(t, d))), ["into degrees", "radians"]),
+        (lambda t, d: ch8_split_of(ch8_angles(t, d) * np.pi / 180), ["taken as degrees"]),
     ],
 )
 def test_ch8_split_layout_encoding_names_typical_mistakes(answer, fragments):
@@ -661,6 +673,15 @@ def ch8_rope_by_rotate_half(x, positions, *, tile=np.concatenate, sign=1.0, expo
     return x * np.cos(angles) + sign * turned * np.sin(angles)
 
 
+def ch8_rope_turning_one_half_after_the_other(x, positions):
+    half = x.shape[-1] // 2
+    angles = ch8_rope_angles(positions, x.shape[-1])
+    a, b = x[:, :half], x[:, half:]
+    a = a * np.cos(angles) - b * np.sin(angles)
+    b = b * np.cos(angles) + a * np.sin(angles)  # uses the new a: the sequential-update bug
+    return np.concatenate([a, b], axis=1)
+
+
 def ch8_rope_in_torch_float32(x, positions):
     import torch
 
@@ -803,6 +824,13 @@ def test_ch8_rope_half_accepts_the_rotate_half_formulation_and_float32(answer):
         (
             lambda x, p: ch8_rope_by_rotate_half(x, p, exponent=0),  # 2i // D: 0 for every i
             ["integer division", "2i // D"],
+        ),
+        (ch8_rope_turning_one_half_after_the_other, ["already turned first half", "ORIGINAL"]),
+        (
+            lambda x, p: ch8_rope_by_rotate_half(
+                x, p, tile=lambda a: np.tile(a * 10000.0 ** (-2 / x.shape[-1]), 2)
+            ),  # pairs counted from 1: every ω_i one step slower
+            ["runs from 1 to D/2", "ω_0 = 1"],
         ),
     ],
 )
