@@ -168,8 +168,10 @@ def multi_head_attention(
     Self-attention passes the same sequence twice (``x_q`` is ``x_kv``); cross-attention
     passes another sequence as ``x_kv``, of a possibly different length. Matches
     ``torch.nn.MultiheadAttention`` with the same weights (transposed, see the module
-    docstring), except that a query with nothing to attend to gets zero head outputs (so
-    ``output`` is ``b_o``) instead of NaN.
+    docstring), except for a query with nothing to attend to: here it gets zero head outputs
+    (so ``output`` is ``b_o``). torch 2.13.0 gives NaN for it with ``need_weights=True`` (its
+    default) or, with an even number of heads, in eval mode under ``torch.no_grad()``, and
+    ``b_o`` otherwise.
 
     Parameters
     ----------

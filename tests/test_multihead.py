@@ -313,6 +313,35 @@ def test_matches_torch_multihead_attention(
     )
 
 
+@pytest.mark.parametrize("n_heads", [1, 2, 3])
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("grad", [True, False])
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_an_empty_row_gives_b_o_where_torch_gives_nan_or_b_o(n_heads, training, grad, need_weights):
+    # The docstring's claim, measured with torch 2.13.0: NaN with need_weights=True, or with an
+    # even number of heads in eval mode under no_grad; the output bias otherwise.
+    rng = np.random.default_rng(6)
+    params = random_params(6, rng)
+    x = rng.normal(size=(2, 3, 6))
+    mask = np.ones((3, 3), dtype=bool)
+    mask[0] = False  # query 0 may attend to nothing
+    output, _ = multi_head_attention(x, x, params, n_heads, mask=mask)
+    np.testing.assert_array_equal(output[:, 0], np.broadcast_to(params.b_o, (2, 6)))
+    layer = torch_layer(params, n_heads).train(training)
+    with torch.set_grad_enabled(grad):
+        expected, _ = layer(
+            *(torch.from_numpy(x),) * 3,
+            attn_mask=torch.from_numpy(~mask),
+            need_weights=need_weights,
+        )
+    expected = expected.detach().numpy()  # (B, T, D)
+    if need_weights or (n_heads % 2 == 0 and not training and not grad):
+        assert np.isnan(expected[:, 0]).all()
+    else:
+        np.testing.assert_allclose(expected[:, 0], np.broadcast_to(params.b_o, (2, 6)), rtol=1e-12)
+    np.testing.assert_allclose(output[:, 1:], expected[:, 1:], rtol=1e-6, atol=1e-9)
+
+
 def test_matches_torch_for_a_single_unbatched_sequence():
     rng = np.random.default_rng(5)
     params = random_params(6, rng)

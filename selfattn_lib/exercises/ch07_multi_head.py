@@ -445,6 +445,20 @@ def check_head_weights(head_weights: Callable[..., Any]) -> kit.Feedback:
                 f"{what} returns the scores Q_h K_hᵀ / √D_h themselves: the weights are their "
                 "softmax over the keys (the last axis), so that every row sums to 1"
             )
+        if n_tokens > 1 and kit.equal(got, np.swapaxes(expected, -1, -2), **_CH7_TOLERANCES):
+            raise kit.Mistake(
+                f"{what} lays each head's map out as (T_k, T_q), the transpose of (T_q, T_k): "
+                "rows are queries. Compute Q_h K_hᵀ (queries times keys) and take the softmax "
+                "over its last axis, the keys"
+            )
+        if n_tokens > 1 and kit.equal(
+            np.swapaxes(got, -1, -2), softmax.softmax(scores, axis=-2), **_CH7_TOLERANCES
+        ):
+            raise kit.Mistake(
+                f"{what} computes K_h Q_hᵀ, a (T_k, T_q) map, and takes its softmax over its "
+                "last axis, the queries. Rows are queries: compute Q_h K_hᵀ and take the "
+                "softmax over its last axis, the keys"
+            )
         ones = np.ones(expected.shape[:-1])  # (B, H, T)
         if kit.equal(got.sum(axis=-2), ones, **_CH7_TOLERANCES) and not kit.equal(
             got.sum(axis=-1), ones, **_CH7_TOLERANCES
@@ -488,6 +502,12 @@ def check_head_weights(head_weights: Callable[..., Any]) -> kit.Feedback:
                 _ch7_weights(x, _ch7_variant(params, b_q=zero, b_k=zero), n_heads),
                 "leaves out the query bias b_q (the key bias b_k would not matter — it shifts "
                 "each row of scores by a constant, chapter 4 — but b_q does)",
+            ),
+            (
+                np.broadcast_to(_ch7_weights(x, params, 1), expected.shape),
+                "gives every head the same map: one head over all D columns of W_Q and W_K, "
+                "repeated. Head h uses only its own columns h·D_h … (h+1)·D_h − 1 and divides "
+                "by √D_h",
             ),
             (
                 np.broadcast_to(expected.mean(axis=1, keepdims=True), expected.shape),
@@ -614,6 +634,9 @@ def check_head_contributions(head_contributions: Callable[..., Any]) -> kit.Feed
         if kit.equal(got, expected, **_CH7_TOLERANCES):
             return
         no_value_bias = _ch7_variant(params, b_v=np.zeros(d_model))
+        with_bias_on = {h: expected.copy() for h in dict.fromkeys((0, n_heads - 1))}
+        for h, shares in with_bias_on.items():
+            shares[:, h] += params.b_o
         mistakes = [
             (
                 expected + params.b_o,
@@ -624,6 +647,14 @@ def check_head_contributions(head_contributions: Callable[..., Any]) -> kit.Feed
                 expected + params.b_o / n_heads,
                 "gives every head b_o / H. That sums correctly, but the bias belongs to no "
                 "head: leave it out (the shares then sum to the output minus b_o)",
+            ),
+            *(
+                (
+                    shares,
+                    f"adds b_o to head {h} only. The bias belongs to no head: leave it out (the "
+                    "shares then sum to the output minus b_o)",
+                )
+                for h, shares in with_bias_on.items()
             ),
             (
                 np.broadcast_to((output - params.b_o)[:, None] / n_heads, expected.shape),
@@ -669,6 +700,12 @@ def check_head_contributions(head_contributions: Callable[..., Any]) -> kit.Feed
         ]
         if kit.match_known_mistakes(got, expected, mistakes, what, joiner=" ", **_CH7_TOLERANCES):
             return
+        if kit.equal(got.sum(axis=1), output, **_CH7_TOLERANCES):
+            raise kit.Mistake(
+                f"the shares of {what} sum to the whole output, b_o included: b_o went into "
+                "the shares. The bias belongs to no head: leave it out, so that the shares plus "
+                "b_o make the output"
+            )
         if kit.equal(got.sum(axis=1), output - params.b_o, **_CH7_TOLERANCES):
             raise kit.Mistake(
                 f"the shares of {what} sum to the output (minus b_o), but are not the heads' "

@@ -84,6 +84,8 @@ def check_split_layout_encoding(split_layout_encoding: Callable[[int, int], Any]
         per_dimension = positions * _CH8_BASE ** (-np.arange(d_model) / d_model)  # (T, D)
         whole = positions * _CH8_BASE ** (-(np.arange(0, d_model, 2) // d_model))  # ω_i = 1
         thousand = positions * 1000.0 ** (-np.arange(0, d_model, 2) / d_model)
+        from_one = positions * _CH8_BASE ** (-np.arange(2, d_model + 1, 2) / d_model)
+        base_e = positions * np.exp(-np.arange(0, d_model, 2) / d_model)
         return [
             (
                 split(t2t),
@@ -139,6 +141,26 @@ def check_split_layout_encoding(split_layout_encoding: Callable[[int, int], Any]
                 split(thousand),
                 "the frequencies are 1000^(-2i/D); the base is 10000 (ten thousand), "
                 "ω_i = 10000^(-2i/D)",
+            ),
+            (
+                split(from_one),
+                "the pair index runs from 1 to D/2 (np.arange(1, D/2 + 1)); it runs from 0 to "
+                "D/2 - 1, so that pair 0 turns at ω_0 = 10000^0 = 1",
+            ),
+            (
+                split(base_e),
+                "the frequencies are e^(-2i/D), np.exp(-2i/D) without the logarithm of the "
+                "base; ω_i = 10000^(-2i/D) = np.exp(-2i/D · np.log(10000))",
+            ),
+            (
+                split(np.degrees(angles)),
+                "the angles were turned into degrees (np.degrees); np.sin and np.cos take "
+                "radians, and pos · ω_i is in radians already: np.sin(pos · ω_i)",
+            ),
+            (
+                split(np.radians(angles)),
+                "the angles were taken as degrees (np.radians, or × π/180); pos · ω_i is in "
+                "radians already: np.sin(pos · ω_i)",
             ),
         ]
 
@@ -598,6 +620,12 @@ def check_decode_position(decode_position: Callable[[np.ndarray], Any]) -> kit.F
                 "D/2 - 1, at frequency ω_i = 10000^(-2i/D) = 10000^(-(D-2)/D)",
             ),
             (
+                theta / _CH8_BASE ** (-(d_model / 2 - 1) / d_model),
+                ": you divided the angle by 10000^(-(D/2-1)/D), the exponent i/D with i = "
+                "D/2 - 1; the exponent is 2i/D, so the slowest pair's frequency is ω_i = "
+                "10000^(-(D-2)/D)",
+            ),
+            (
                 np.degrees(theta) / slowest,
                 ": the angle was turned into degrees; the frequencies ω_i are in radians "
                 "per position, so divide the angle in radians",
@@ -626,10 +654,10 @@ def check_decode_position(decode_position: Callable[[np.ndarray], Any]) -> kit.F
             *(
                 (
                     position % wavelength,  # the position itself while it is under a turn
-                    f" for position {position}: pair {pair} repeats every {wavelength:.4g} "
-                    "positions, so it only knows the position up to whole turns. Use the "
-                    "slowest pair (dimensions D - 2 and D - 1), which turns less than once "
-                    "over 20000 positions",
+                    f" for position {position}: pair {pair} turns once every {wavelength:.4g} "
+                    "positions, so its angle divided by its frequency is the position only "
+                    f"modulo {wavelength:.4g}. Use the slowest pair (dimensions D - 2 and "
+                    "D - 1), which turns less than once over 20000 positions",
                 )
                 for pair, wavelength in reversed(list(enumerate(wavelengths[:-1])))
             ),
@@ -649,9 +677,12 @@ def check_decode_position(decode_position: Callable[[np.ndarray], Any]) -> kit.F
                 rows.append((what, per_row))
         # A whole-number answer can be up to 0.5 away from a slip's exact (unrounded) result.
         _ch8_slip_of_every_answer(answers, "", rtol=0, atol=0.5)
-        # Rounding down or up is off by one at some rows and right at others (position 0,
-        # whose angle is exactly 0, at least); an answer right nowhere made another slip.
-        rounding = any(abs(got - position) < 1e-6 for got, position, _, _ in answers)
+        # Rounding down or up is off by one at some rows and right at others; an answer right
+        # nowhere made another slip. Position 0 is no evidence: its angle is 0 whatever the
+        # frequency, so a wrong ω reads it right too.
+        rounding = any(
+            abs(got - position) < 1e-6 for got, position, _, _ in answers if position != 0
+        )
         for (got, position, fixed, returned), (what, per_row) in zip(answers, rows, strict=True):
             if abs(got - position) < 1e-6:
                 continue
@@ -716,8 +747,11 @@ def check_rope_half(rope_half: Callable[[np.ndarray, np.ndarray], Any]) -> kit.F
         per_feature = positions[:, None] * _CH8_BASE ** (-np.arange(d_model) / d_model)
         unpaired = positions[:, None] * _CH8_BASE ** (-np.arange(d_model // 2) / d_model)
         whole = positions[:, None] * _CH8_BASE ** (-(np.arange(0, d_model, 2) // d_model))
+        from_one = positions[:, None] * _CH8_BASE ** (-np.arange(2, d_model + 1, 2) / d_model)
         right = _ch8_rotate_halves(x, both)
         half = d_model // 2
+        cos, sin = np.cos(angles), np.sin(angles)  # (T, D / 2) each
+        first = x[:, :half] * cos - x[:, half:] * sin  # the first half, turned
         return [
             (
                 positional.apply_rope(x, positions),
@@ -803,6 +837,17 @@ def check_rope_half(rope_half: Callable[[np.ndarray, np.ndarray], Any]) -> kit.F
                 _ch8_rotate_halves(x, np.concatenate([whole, whole], axis=-1)),
                 "every pair turns at ω = 1: the exponent was computed with integer division, "
                 "2i // D, which is 0 for every i < D/2. Divide with /: ω_i = 10000^(-2i/D)",
+            ),
+            (
+                np.concatenate([first, x[:, half:] * cos + first * sin], axis=-1),
+                "the second half was computed from the already turned first half (the first "
+                "half's new values fed into x_{i+D/2} cos θ + x_i sin θ). Both halves use the "
+                "ORIGINAL features: compute both from x before replacing either",
+            ),
+            (
+                _ch8_rotate_halves(x, np.concatenate([from_one, from_one], axis=-1)),
+                "the pair index runs from 1 to D/2 (np.arange(1, D/2 + 1)); it runs from 0 to "
+                "D/2 - 1, so that pair 0 (features 0 and D/2) turns at ω_0 = 1",
             ),
         ]
 

@@ -340,10 +340,37 @@ def ch7_scores_without_softmax(x, params, n_heads):
     return q @ np.swapaxes(k, -1, -2) / np.sqrt(x.shape[-1] // n_heads)
 
 
+def ch7_weights_of_keys_with_queries(x, params, n_heads, axis):
+    """softmax(K_h Q_hᵀ / √D_h) over ``axis``: maps laid out (T_k, T_q)."""
+    q = ch7_split_heads(x @ params.w_q + params.b_q, n_heads)
+    k = ch7_split_heads(x @ params.w_k + params.b_k, n_heads)
+    scores = k @ np.swapaxes(q, -1, -2) / np.sqrt(x.shape[-1] // n_heads)  # (B, H, T_k, T_q)
+    exponentials = np.exp(scores - scores.max(axis=axis, keepdims=True))
+    return exponentials / exponentials.sum(axis=axis, keepdims=True)
+
+
+def ch7_weights_of_one_full_head(x, params, n_heads):
+    weights = ch7_head_weights(x, params, 1)  # (B, 1, T, T): all D columns, ÷ √D
+    return np.repeat(weights, n_heads, axis=1)
+
+
 @pytest.mark.parametrize(
     ("answer", "fragments"),
     [
         (lambda x, p, h: ch7_head_weights(x, p, h, scale=np.sqrt(x.shape[-1])), ["√D = √6"]),
+        (  # the softmax over the keys, but of K Qᵀ: each map transposed
+            lambda x, p, h: ch7_weights_of_keys_with_queries(x, p, h, axis=-2),
+            ["(T_k, T_q)", "rows are queries", "Q_h K_hᵀ"],
+        ),
+        (
+            lambda x, p, h: np.swapaxes(ch7_head_weights(x, p, h), -1, -2),
+            ["(T_k, T_q)", "rows are queries"],
+        ),
+        (  # what the columns message used to lead to: K Qᵀ with the softmax over the queries
+            lambda x, p, h: ch7_weights_of_keys_with_queries(x, p, h, axis=-1),
+            ["computes K_h Q_hᵀ", "the queries", "Q_h K_hᵀ"],
+        ),
+        (ch7_weights_of_one_full_head, ["one head over all D columns", "√D_h"]),
         (lambda x, p, h: ch7_head_weights(x, p, h, scale=1.0), ["does not scale"]),
         (lambda x, p, h: ch7_head_weights(x, p, h, scale=x.shape[-1] // h), ["D_h = 3 itself"]),
         (
@@ -447,6 +474,18 @@ def ch7_contributions_with_b_o_by_zeroing(x, params, n_heads):
     return ch7_contributions_by_zeroing_other_heads(x, params, n_heads) + params.b_o
 
 
+def ch7_contributions_with_b_o_on_one_head(x, params, n_heads, head):
+    shares = ch7_head_contributions(x, params, n_heads)
+    shares[:, head] += params.b_o
+    return shares
+
+
+def ch7_contributions_with_b_o_shared_unevenly(x, params, n_heads):
+    shares = ch7_head_contributions(x, params, n_heads)
+    share = np.linspace(1, 2, n_heads) / np.linspace(1, 2, n_heads).sum()  # (H,), sums to 1
+    return shares + share[:, None, None] * params.b_o
+
+
 def ch7_swapped_shares(x, params, n_heads):
     shares = ch7_head_contributions(x, params, n_heads)
     return np.concatenate([shares[:, :1] + shares[:, 1:2], 0 * shares[:, 1:2], shares[:, 2:]], 1)
@@ -458,6 +497,15 @@ def ch7_swapped_shares(x, params, n_heads):
         (lambda x, p, h: ch7_head_contributions(x, p, h, bias_share=1.0), ["adds b_o"]),
         (lambda x, p, h: ch7_head_contributions(x, p, h, bias_share=1 / h), ["b_o / H"]),
         (ch7_even_shares, ["evenly"]),
+        (
+            lambda x, p, h: ch7_contributions_with_b_o_on_one_head(x, p, h, 0),
+            ["adds b_o to head 0 only", "belongs to no head"],
+        ),
+        (
+            lambda x, p, h: ch7_contributions_with_b_o_on_one_head(x, p, h, h - 1),
+            ["adds b_o to head 1 only", "belongs to no head"],
+        ),
+        (ch7_contributions_with_b_o_shared_unevenly, ["b_o included", "belongs to no head"]),
         (ch7_swapped_shares, ["not the heads' own"]),
         (lambda x, p, h: ch7_head_contributions(x, p, h).transpose(1, 0, 2, 3), ["(H, B, T, D)"]),
         (

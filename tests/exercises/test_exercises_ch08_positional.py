@@ -176,6 +176,18 @@ def ch8_split_of(angles):
             lambda t, d: ch8_split_of(np.arange(t)[:, None] * 1000.0 ** (-np.arange(0, d, 2) / d)),
             ["1000^(-2i/D)", "the base is 10000"],
         ),
+        (  # RoFormer counts its pairs from 1
+            lambda t, d: ch8_split_of(
+                np.arange(t)[:, None] * 10000.0 ** (-np.arange(2, d + 1, 2) / d)
+            ),
+            ["runs from 1 to D/2", "ω_0 = 10000^0 = 1"],
+        ),
+        (
+            lambda t, d: ch8_split_of(np.arange(t)[:, None] * np.exp(-np.arange(0, d, 2) / d)),
+            ["e^(-2i/D)", "np.log(10000)"],
+        ),
+        (lambda t, d: ch8_split_of(np.degrees(ch8_angles(t, d))), ["into degrees", "radians"]),
+        (lambda t, d: ch8_split_of(ch8_angles(t, d) * np.pi / 180), ["taken as degrees"]),
     ],
 )
 def test_ch8_split_layout_encoding_names_typical_mistakes(answer, fragments):
@@ -483,6 +495,13 @@ def ch8_decode_by_search(row):
     return int(np.argmin(np.abs(table - row).sum(axis=1)))
 
 
+def ch8_decode_by_pair_0(row):
+    # Pair 0 alone: its angle mod 2π differs for every whole position below 20000 (the
+    # closest two, p and p + 710, are 6e-5 rad apart), so a nearest search finds p.
+    positions = np.arange(20000)
+    return int(np.argmin((np.sin(positions) - row[0]) ** 2 + (np.cos(positions) - row[1]) ** 2))
+
+
 def ch8_slowest(row):
     return 10000.0 ** (-(len(row) - 2) / len(row))
 
@@ -538,6 +557,7 @@ def ch8_decode_dividing_by(omega_of_d):
     "answer",
     [
         ch8_decode_by_search,
+        ch8_decode_by_pair_0,
         lambda row: np.mod(ch8_slowest_angle(row), 2 * np.pi) / ch8_slowest(row),  # not rounded
         lambda row: np.int64(ch8_decode_position(np.asarray(row))),
         ch8_decode_coarse_to_fine,
@@ -567,17 +587,17 @@ def test_ch8_decode_position_accepts_equivalent_answers(answer):
         ),
         (
             lambda row: round(np.mod(ch8_slowest_angle(row, sine=0, cosine=1), 2 * np.pi)),
-            ["pair 0 repeats every 6.283 positions", "PE[7]"],
+            ["pair 0 turns once every 6.283 positions", "modulo 6.283", "PE[7]"],
         ),
         (
             lambda row: round(np.mod(ch8_slowest_angle(row, 2, 3), 2 * np.pi) * 10000 ** (2 / 32)),
-            ["pair 1 repeats"],
+            ["pair 1 turns once every"],
         ),
         (lambda row: ch8_decode_position(row) + 0.3, ["round to the nearest whole number"]),
         (lambda row: ch8_decode_position(row) + 1, ["expected 0"]),
         (
             ch8_decode_by_pair(1),  # the second-slowest pair: pair 14 of D = 32, not pair 6
-            ["PE[19999] with D = 32", "pair 14 repeats every 1.987e+04"],
+            ["PE[19999] with D = 32", "pair 14 turns once every 1.987e+04"],
         ),
         (
             lambda row: int(np.mod(ch8_slowest_angle(row), 2 * np.pi) / ch8_slowest(row)),
@@ -593,6 +613,10 @@ def test_ch8_decode_position_accepts_equivalent_answers(answer):
         ),
         (ch8_decode_dividing_by(lambda d: 1e-4), ["divided the angle by 1/10000"]),
         (ch8_decode_dividing_by(lambda d: 10000.0 ** (-(d - 1) / d)), ["10000^(-(D-1)/D)"]),
+        (  # i/D for 2i/D: reads PE[0] right, so it must not be taken for a rounding slip
+            ch8_decode_dividing_by(lambda d: 10000.0 ** (-(d / 2 - 1) / d)),
+            ["PE[1] with D = 32", "10000^(-(D/2-1)/D)", "the exponent is 2i/D"],
+        ),
         (
             lambda row: round(np.mod(np.arctan(row[-2] / row[-1]), 2 * np.pi) / ch8_slowest(row)),
             ["np.arctan(sine / cosine)", "np.arctan2"],
@@ -622,7 +646,7 @@ def test_ch8_decode_position_names_the_pair_a_decoder_used(pair):
     # With D = 32, λ_14 = 100 λ_6: position 19999 is 129.8 past a whole turn of both, so the
     # catalogue is searched from the slowest pair down.
     feedback = exercises.check_decode_position(ch8_decode_by_pair(15 - pair))  # pair i of D = 32
-    assert_ch8_mistake(feedback, f"pair {pair} repeats every")
+    assert_ch8_mistake(feedback, f"pair {pair} turns once every")
 
 
 def test_ch8_decode_position_reads_shifted_encodings():
@@ -647,6 +671,15 @@ def ch8_rope_by_rotate_half(x, positions, *, tile=np.concatenate, sign=1.0, expo
         angles = tile(angles)
     turned = np.concatenate([-x[:, half:], x[:, :half]], axis=-1)
     return x * np.cos(angles) + sign * turned * np.sin(angles)
+
+
+def ch8_rope_turning_one_half_after_the_other(x, positions):
+    half = x.shape[-1] // 2
+    angles = ch8_rope_angles(positions, x.shape[-1])
+    a, b = x[:, :half], x[:, half:]
+    a = a * np.cos(angles) - b * np.sin(angles)
+    b = b * np.cos(angles) + a * np.sin(angles)  # uses the new a: the sequential-update bug
+    return np.concatenate([a, b], axis=1)
 
 
 def ch8_rope_in_torch_float32(x, positions):
@@ -791,6 +824,13 @@ def test_ch8_rope_half_accepts_the_rotate_half_formulation_and_float32(answer):
         (
             lambda x, p: ch8_rope_by_rotate_half(x, p, exponent=0),  # 2i // D: 0 for every i
             ["integer division", "2i // D"],
+        ),
+        (ch8_rope_turning_one_half_after_the_other, ["already turned first half", "ORIGINAL"]),
+        (
+            lambda x, p: ch8_rope_by_rotate_half(
+                x, p, tile=lambda a: np.tile(a * 10000.0 ** (-2 / x.shape[-1]), 2)
+            ),  # pairs counted from 1: every ω_i one step slower
+            ["runs from 1 to D/2", "ω_0 = 1"],
         ),
     ],
 )
