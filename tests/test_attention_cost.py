@@ -75,6 +75,39 @@ def test_attention_flops_equal_pytorchs_count():
     assert counter.get_total_flops() == attention_flops(5, 7, 8, 3)
 
 
+def test_pytorch_picks_its_flash_kernel_only_in_the_cases_chapter_11_names():
+    """Chapter 11's claim, measured with PyTorch 2.13.0 on a CPU: F.scaled_dot_product_attention
+    can run its flash kernel for 4-D inputs with one head size for q, k and v and without
+    dropout (a mask or is_causal do not stop it), and then the default call returns its output
+    bit for bit; with D_v ≠ D_k, 3-D inputs or dropout it runs the math kernel."""
+    torch = pytest.importorskip("torch")
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    generator = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 1, 64, 16, generator=generator) for _ in range(3))
+
+    def flash(*args, **kwargs):
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            return F.scaled_dot_product_attention(*args, **kwargs)
+
+    assert torch.equal(F.scaled_dot_product_attention(q, k, v), flash(q, k, v))
+    allowed = torch.ones(64, 64, dtype=torch.bool).tril()
+    assert torch.equal(flash(q, k, v, is_causal=True), flash(q, k, v, attn_mask=allowed))
+    for args, kwargs in (
+        ((q, k, v[..., :8]), {}),  # D_v = 8, D_k = 16
+        ((q[0], k[0], v[0]), {}),  # 3-D
+        ((q, k, v), {"dropout_p": 0.1}),
+    ):
+        with pytest.warns(UserWarning), pytest.raises(RuntimeError, match="No available kernel"):
+            flash(*args, **kwargs)
+        torch.manual_seed(1)  # the same dropout for both calls
+        default = F.scaled_dot_product_attention(*args, **kwargs)
+        torch.manual_seed(1)
+        with sdpa_kernel(SDPBackend.MATH):
+            assert torch.equal(default, F.scaled_dot_product_attention(*args, **kwargs))
+
+
 @pytest.mark.parametrize(
     ("call", "error"),
     [

@@ -152,6 +152,9 @@ def _ch11_cache_mistakes(
     d_k, d_v, n_keys = q_new.shape[-1], v_new.shape[-1], keys.shape[1]
     scores = q_new @ np.swapaxes(keys, 1, 2) / np.sqrt(d_k)  # (B, 1, t + 1)
     exponentials = np.exp(scores - scores.max(axis=-1, keepdims=True))  # (B, 1, t + 1)
+    with np.errstate(all="ignore"):  # the slips may overflow where the scores are large
+        batch_max = np.exp(scores - scores.max(axis=0, keepdims=True))  # (B, 1, t + 1)
+        batch_max = batch_max / batch_max.sum(axis=-1, keepdims=True) @ values  # (B, 1, D_v)
     mistakes = [
         (
             _attention(q_new, k_cache, v_cache) if k_cache.shape[1] else v_new * np.nan,
@@ -178,6 +181,18 @@ def _ch11_cache_mistakes(
         (
             exponentials @ values,
             "the weights do not sum to one: divide the exponentials by their sum over the keys",
+        ),
+        (
+            values.mean(axis=1, keepdims=True),
+            "every key got the same weight: the maximum was taken over axis 1, of size 1 (the "
+            "single query), so each score minus it is 0. Subtract the largest score over the "
+            "keys, the last axis (axis=-1, keepdims=True)",
+        ),
+        (
+            batch_max,
+            "the maximum was taken over the batch axis (axis=0): a different number for each "
+            "key, which changes the weights. Subtract each row's own maximum over the keys "
+            "(axis=-1, keepdims=True)",
         ),
     ]
     return [(wrong, explanation) for wrong, explanation in mistakes if np.isfinite(wrong).all()]
@@ -215,8 +230,10 @@ def check_attend_with_cache(attend_with_cache: Callable[..., Any]) -> kit.Feedba
 
     def step(t: int, scale: float = 1.0) -> None:
         what = f"{name}(step {t}: a cache of {t} tokens"
-        what += ", scores around 1000)" if scale != 1.0 else ")"
-        new = (q[:, t : t + 1] * scale, k[:, t : t + 1], v[:, t : t + 1])
+        what += ", the first sequence's scores around 1000)" if scale != 1.0 else ")"
+        # Only the first sequence's query is scaled: the rows' maxima then lie about 1000 apart.
+        scales = np.array([scale] + [1.0] * (batch - 1))[:, None, None]  # (B, 1, 1)
+        new = (q[:, t : t + 1] * scales, k[:, t : t + 1], v[:, t : t + 1])
         old_k, old_v = k[:, :t], v[:, :t]
         result = kit.call_quietly(
             attend_with_cache, *(a.copy() for a in new), old_k.copy(), old_v.copy()
@@ -228,12 +245,23 @@ def check_attend_with_cache(attend_with_cache: Callable[..., Any]) -> kit.Feedba
                 f"{what} returned an output of shape {(batch, d_v)}: keep the query axis of "
                 f"size 1, shape (B, 1, D_v) = {expected.shape}"
             )
+        values = kit.values_like(output, expected)
+        if values is not None and np.isfinite(values[0]).all():  # only other rows went wrong
+            kit.explain_non_finite(
+                output,
+                expected,
+                f"{what}, the output,",
+                "The first sequence's largest score is about 1000 and the second's below 1: "
+                "subtracting one maximum for the whole array makes e^(s − 1000) = 0 for every "
+                "key of the second, and 0/0 is NaN. Subtract each row's own maximum, over "
+                "the keys (axis=-1, keepdims=True)",
+            )
         kit.explain_non_finite(
             output,
             expected,
             f"{what}, the output,",
-            "These scores reach about 1000, and e^1000 overflows: subtract each row's "
-            "largest score before the exponential (chapter 2's stable softmax)",
+            "The first sequence's scores reach about 1000, and e^1000 overflows: subtract "
+            "each row's largest score before the exponential (chapter 2's stable softmax)",
         )
         got = kit.as_result_array(output, expected, f"{what}, the output,")
         if not kit.match_known_mistakes(
@@ -267,8 +295,9 @@ def check_attend_with_cache(attend_with_cache: Callable[..., Any]) -> kit.Feedba
         step(2)  # a cache of two tokens first: the clearest case
         for t in range(n_tokens):  # then a whole generation, from an empty cache
             step(t)
-        # The same step with a query 1000 / (its largest score) times as long: scores of 1000.
-        largest = np.abs(q[:, 3:4] @ np.swapaxes(k[:, :4], 1, 2)).max() / np.sqrt(d_k)
+        # The same step with the first sequence's query 1000 / (its largest score, 0.19) times
+        # as long: its largest score is 1000, the second sequence's stay below 1.
+        largest = (q[0, 3] @ k[0, :4].T).max() / np.sqrt(d_k)
         step(3, scale=1000.0 / largest)
         kit.require_own_code(
             attend_with_cache,
@@ -466,6 +495,58 @@ class _Ch11Tally(list):
         super().__setitem__(index, value)
 
 
+#: NumPy functions whose result is not the keys moved about: the products (the kit counts them)
+#: and new arrays that only take the keys' shape.
+_CH11_NOT_KEYS = (np.dot, np.einsum, np.tensordot, np.inner)
+_CH11_NOT_KEYS += (np.zeros_like, np.ones_like, np.empty_like, np.full_like)
+
+
+def _ch11_first_counted(arrays: Any) -> kit.CountedArray | None:
+    """The first array with a counter among ``arrays`` and the lists in it, or None."""
+    for x in arrays:
+        if isinstance(x, kit.CountedArray) and x.counter is not None:
+            return x
+        if isinstance(x, list | tuple) and (found := _ch11_first_counted(x)) is not None:
+            return found
+    return None
+
+
+class _Ch11Array(kit.CountedArray):
+    """The checker's ``q``, ``k`` and ``v`` while the learner's function runs: counted arrays
+    (only ``k`` has a counter) that also count the method ``a.dot(b)``, and that keep counting
+    through NumPy's functions that move the keys about (``np.pad``, ``np.concatenate``,
+    ``np.vstack`` …). ``q`` and ``v`` are of this type too, so that ``q_block.dot(k_block.T)``
+    calls this ``dot``."""
+
+    def dot(self, b: Any, out: Any = None) -> Any:
+        return np.dot(self, b, out=out)
+
+    def _source(self, arrays: Any) -> kit.CountedArray:
+        found = _ch11_first_counted(arrays)
+        return self if found is None else found
+
+    @staticmethod
+    def _kept(result: Any, source: kit.CountedArray) -> Any:
+        if isinstance(result, list | tuple):
+            return type(result)(_Ch11Array._kept(part, source) for part in result)
+        if type(result) not in (np.ndarray, kit.CountedArray) or not result.shape:
+            return result
+        kept = result.view(_Ch11Array)
+        kept.counter, kept.depth = source.counter, source.depth
+        return kept
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        source = self._source(inputs)
+        result = kit.CountedArray.__array_ufunc__(source, ufunc, method, *inputs, **kwargs)
+        # The kit returns element-wise work on counted arrays as its own type: keep this one.
+        return self._kept(result, source) if type(result) is kit.CountedArray else result
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        source = self._source((*args, *kwargs.values()))
+        result = kit.CountedArray.__array_function__(source, func, types, args, kwargs)
+        return result if func in _CH11_NOT_KEYS else self._kept(result, source)
+
+
 @contextlib.contextmanager
 def _ch11_conversions_keep_counting() -> Iterator[None]:
     """While active, ``np.asarray(k)``, ``np.array(k, dtype=…)``, ``np.copy(k)`` … of counted
@@ -479,7 +560,7 @@ def _ch11_conversions_keep_counting() -> Iterator[None]:
             result = convert(a, *args, **kwargs)
             from_kit = sys._getframe(1).f_globals.get("__name__") == kit.__name__
             if isinstance(a, kit.CountedArray) and not from_kit and type(result) is np.ndarray:
-                result = result.view(kit.CountedArray)
+                result = result.view(type(a))
                 result.counter, result.depth = a.counter, a.depth
             return result
 
@@ -498,13 +579,14 @@ def _ch11_key_products(
     function: Callable[..., Any], args: tuple[Any, ...], depth: int
 ) -> _Ch11Tally:
     """The multiplications ``function(q, k, v, block_size)`` makes with its keys ``k``
-    (:class:`kit.CountedArray`, followed through NumPy's conversions): ``tally[0]`` is their
+    (:class:`_Ch11Array`, followed through NumPy's conversions): ``tally[0]`` is their
     total and ``tally.largest`` the largest single product."""
     tally = _Ch11Tally([0])
-    keys = np.array(args[1], dtype=np.float64).view(kit.CountedArray)
-    keys.counter, keys.depth = tally, depth
-    given = [arg.copy() if isinstance(arg, np.ndarray) else arg for arg in args]
-    given[1] = keys
+    given = [
+        np.array(arg, dtype=np.float64).view(_Ch11Array) if isinstance(arg, np.ndarray) else arg
+        for arg in args
+    ]  # q, k and v as copies; only k counts
+    given[1].counter, given[1].depth = tally, depth
     with _ch11_conversions_keep_counting():
         kit.call_quietly(function, *given)
     return tally
@@ -656,12 +738,16 @@ def check_causal_blocked_attention(causal_blocked_attention: Callable[..., Any])
     ``j ≤ i``). ``T`` need not be a multiple of ``block_size``. Written with NumPy only.
 
     What is checked: the results (to 1e-6, so float32 passes), then the work, for ``T = 64``,
-    ``block_size = 8``: the multiplications made with ``k`` are counted (through its slices,
-    copies, ``np.asarray`` and ``np.array``). A right result that computes the tiles in the
-    future (``T · T · D_k`` multiplications, or more than 3/4 of them) is turned down, and so
-    is one that makes a product larger than one ``block_size × block_size`` tile, or that runs
-    as many lines of Python for ``block_size = 4`` as for one block of all ``T = 16``
-    queries (``block_size`` unused).
+    ``block_size = 8``: the multiplications made with ``k`` are counted (``@``, ``np.dot``,
+    ``np.einsum``, ``np.tensordot``, ``np.inner``, ``*`` and the method ``.dot``, through its
+    slices, copies and the arrays NumPy makes from it, ``np.asarray``, ``np.pad``,
+    ``np.concatenate`` …). A right result that makes more than the ``n(n + 1)/2`` tiles on and
+    below the diagonal need (``n = T / block_size``: a tile in the future, or one computed
+    twice) is turned down, and so is one that makes a product larger than one
+    ``block_size × block_size`` tile, or that runs as many lines of Python for
+    ``block_size = 4`` as for one block of all ``T = 16`` queries (``block_size`` unused).
+    One whose products the checker cannot follow (numbers taken out of ``k`` as Python lists)
+    is told so.
 
     Shapes
     ------
@@ -714,21 +800,46 @@ def check_causal_blocked_attention(causal_blocked_attention: Callable[..., Any])
         right += f"{n_tokens}"
         if counted < visible:
             raise kit.Mistake(
-                f"{right} made {counted:,} multiplications with the keys that the checker could "
-                f"see, fewer than causal attention needs ({visible:,}, each query against the "
-                "keys up to itself). It counts the products made with k as it is given, its "
-                "slices and copies, np.asarray(k) and np.array(k), but not with Python lists "
-                "or numbers taken out of k: compute the tiles from k with NumPy products"
+                f"{right}, and the checker could follow only {counted:,} of its multiplications "
+                f"with the keys, fewer than causal attention needs ({visible:,}, each query "
+                "against the keys up to itself), so it cannot tell which tiles it computes. It "
+                "follows @, np.matmul, np.dot, np.einsum, np.tensordot, np.inner, * and the "
+                "method .dot, with k, its slices and copies, and arrays made from it by NumPy "
+                "(np.asarray, np.array, np.pad, np.concatenate, np.stack …), and with q and v "
+                "likewise; not with Python lists or numbers taken out of k. Compute each tile "
+                "with one of these products, for example q_block @ k_block.T"
             )
-        n_blocks = n_tokens // block_size
-        needed = n_blocks * (n_blocks + 1) // 2 * block_size**2 * d_k
-        if counted > 0.75 * every_pair:
+        n_blocks, tile = n_tokens // block_size, block_size * block_size * d_k
+        needed = n_blocks * (n_blocks + 1) // 2 * tile
+        if counted == every_pair:
             raise kit.Mistake(
                 f"{right} made {counted:,} multiplications with the keys: T · T · D_k = "
                 f"{every_pair:,}, every query against every key. The tiles that lie entirely in "
                 f"the future need not be computed: {n_blocks} × {n_blocks} tiles, of which "
                 f"{n_blocks * (n_blocks + 1) // 2} are needed ({needed:,} multiplications). "
                 "Loop over the key blocks that start before the query block ends"
+            )
+        if counted > needed:
+            extra = counted - needed
+            tiles = (
+                f" ({extra // tile} tiles of {block_size} × {block_size} more"
+                + (
+                    ": one for each block of queries but the last, as if the loop over the "
+                    "key blocks went one block too far)"
+                    if extra == (n_blocks - 1) * tile
+                    else ")"
+                )
+                if extra % tile == 0
+                else ""
+            )
+            if counted % needed == 0:
+                tiles += f", {counted // needed} times the work of the needed tiles"
+            raise kit.Mistake(
+                f"{right} made {counted:,} multiplications with the keys, {extra:,} more than "
+                f"the {needed:,} of the {n_blocks * (n_blocks + 1) // 2} tiles on and below the "
+                f"diagonal{tiles}. A tile whose key block starts at or after the end of its "
+                "query block (j0 ≥ i1) lies entirely in the future: loop over the key blocks "
+                "with j0 < i1, and compute each tile once"
             )
         small = rng.normal(size=(16, d_k)), rng.normal(size=(16, d_k)), rng.normal(size=(16, 3))
         one_block = kit.python_lines(causal_blocked_attention, *small, 16)
@@ -741,7 +852,6 @@ def check_causal_blocked_attention(causal_blocked_attention: Callable[..., Any])
                 "keys up to the block's end, folding each into the running maximum, sum and "
                 "accumulator"
             )
-        tile = block_size * block_size * d_k
         if tally.largest > tile:
             raise kit.Mistake(
                 f"{right} made a product of {tally.largest:,} multiplications with the keys at "

@@ -689,9 +689,13 @@ def check_tiled_attention(tiled_attention: Callable[..., Any]) -> kit.Feedback:
     arrays and Python objects). It must stay under half of a ``(block_size, T_k)`` strip of
     scores (1 MB; the whole score matrix is 16 MB, a tile 8 kB): building the score matrix,
     keeping all the tiles, or scoring a query block against all the keys at once is turned
-    down. Last, for one block of 4 queries, the lines of Python the function runs must grow
+    down. Then, for one block of 4 queries, the lines of Python the function runs must grow
     from 8 keys to 32 (a loop over the blocks of keys): scoring each query against all the keys
-    at once is turned down. The order of the loops and the exact block sizes are not checked.
+    at once is turned down. From ``T_q = 1024`` to ``4096`` queries (``T_k = 64``,
+    ``block_size = 32``) the memory held must grow by less than ``8 · block_size`` bytes a
+    query: tiles of all the queries against a block of keys (chapter 11's ``blocked_attention``)
+    are turned down. Last, more lines must run in blocks of 4 than in one block of 16 (a
+    ``block_size`` that is ignored is turned down). The order of the loops is not checked.
 
     Shapes
     ------
@@ -795,6 +799,42 @@ def check_tiled_attention(tiled_attention: Callable[..., Any]) -> kit.Feedback:
                 "maximum, sum and accumulator"
             )
 
+    def check_query_blocks() -> None:
+        """Blocks of queries, by behaviour: from T_q = 1024 to 4096 queries the memory held
+        grows by less than one row of a block_size-wide tile (8 · block_size bytes) a query."""
+        t_k, d, block_size = 64, 2, 32
+        k, v = rng.normal(size=(t_k, d)), rng.normal(size=(t_k, d))
+        peaks = [
+            _ch13_peak_bytes(
+                tiled_attention, rng.normal(size=(t_q, d)), k.copy(), v.copy(), block_size
+            )[1]
+            for t_q in (1024, 4096)
+        ]
+        per_query = (peaks[1] - peaks[0]) / (4096 - 1024)
+        if per_query >= 8 * block_size:
+            raise kit.Mistake(
+                f"the results are right, but the memory {name} held grew by {per_query:.0f} "
+                f"bytes a query from T_q = 1024 to 4096 (T_k = {t_k}, block_size = "
+                f"{block_size}), at least a row of {block_size} scores ({8 * block_size} "
+                "bytes) for each query: its tiles score ALL the queries against a block of "
+                "keys, T_q × block_size, as chapter 11's blocked_attention does, and grow with "
+                "T_q. Cut the queries into blocks of block_size too, so that a tile is "
+                "block_size × block_size whatever T_q"
+            )
+
+    def check_block_size_used() -> None:
+        """block_size used, by behaviour: more lines of Python run in blocks of 4 than in one
+        block of all 16 queries and keys."""
+        q, k, v = (rng.normal(size=(16, 2)) for _ in range(3))
+        lines = {size: kit.python_lines(tiled_attention, q, k, v, size) for size in (4, 16)}
+        if lines[4] <= lines[16]:
+            raise kit.Mistake(
+                f"the results are right, but {name} ran {lines[16]} lines of Python for T_q = "
+                f"T_k = 16 in one block (block_size = 16) and {lines[4]} in blocks of 4: it "
+                "does not use block_size. Cut the queries and the keys into blocks of "
+                "block_size, the size of the tiles that the fast memory holds"
+            )
+
     def checks() -> str:
         for case in _CH13_TILED_CASES:
             check_one(*case)
@@ -808,6 +848,8 @@ def check_tiled_attention(tiled_attention: Callable[..., Any]) -> kit.Feedback:
             _NUMPY_ONLY,
         )
         check_key_blocks()
+        check_query_blocks()
+        check_block_size_used()
         return (
             "Your tiled forward pass is right: tile by tile, it holds far less than a strip of "
             "scores at once, memory that does not grow with T². On a GPU the tiles live in the "

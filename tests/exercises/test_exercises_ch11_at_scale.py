@@ -450,7 +450,11 @@ def ch11_attend_with(*, stable=True, scale_by="d_k", axis=-1, mask=False, normal
     [
         (
             ch11_attend_with(stable=False),
-            ["step 3: a cache of 3 tokens, scores around 1000)", "overflows", "largest score"],
+            [
+                "step 3: a cache of 3 tokens, the first sequence's scores around 1000)",
+                "overflows",
+                "largest score",
+            ],
         ),
         (ch11_attend_with(scale_by="d_v"), ["divided by √D_v = √3", "√D_k = √4"]),
         (ch11_attend_with(axis=1), ["every key got the weight 1", "the last axis"]),
@@ -640,7 +644,7 @@ def ch11_after_asarray(answer):
         ),
         (
             lambda q, k, v, b: ch11_causal_blocked_attention(q, np.array(k.tolist()), v, b),
-            ["the checker could see", "Python lists"],
+            ["the checker could follow only 0", "Python lists", "q_block @ k_block.T"],
         ),
     ],
 )
@@ -734,6 +738,147 @@ def test_ch11_counting_the_keys_leaves_numpy_as_it_was():
 
 # Every checker of the chapter with a correct answer: test_exercises_registry.py runs them.
 REFERENCES = dict(CH11_CHECKERS)
+
+
+# --- Round 4: the second review's cases -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("shift", "fragments"),
+    [
+        (
+            lambda scores: scores.max(),  # one maximum for the whole batch
+            [
+                "the first sequence's scores around 1000), the output, returned NaN",
+                "one maximum for the whole array",
+                "axis=-1, keepdims=True",
+            ],
+        ),
+        (
+            lambda scores: scores.max(axis=0, keepdims=True),
+            ["step 2: a cache of 2 tokens): the maximum was taken over the batch axis (axis=0)"],
+        ),
+        (
+            lambda scores: scores.max(axis=1, keepdims=True),
+            ["every key got the same weight: the maximum was taken over axis 1, of size 1"],
+        ),
+    ],
+)
+def test_ch11_attend_with_cache_names_a_maximum_over_the_wrong_axis(shift, fragments):
+    def attend_with_cache(q_new, k_new, v_new, k_cache, v_cache):
+        k_cache = np.concatenate([k_cache, k_new], axis=1)
+        v_cache = np.concatenate([v_cache, v_new], axis=1)
+        scores = q_new @ k_cache.transpose(0, 2, 1) / np.sqrt(q_new.shape[-1])  # (B, 1, t + 1)
+        exponentials = np.exp(scores - shift(scores))
+        return exponentials / exponentials.sum(axis=-1, keepdims=True) @ v_cache, k_cache, v_cache
+
+    with np.errstate(all="ignore"):
+        feedback = exercises.check_attend_with_cache(attend_with_cache)
+    assert_ch11_mistake(feedback, *fragments)
+
+
+def ch11_blocked_scored_by(
+    score, prepare=lambda q, k, v, block_size: (q, k, v), key_end=lambda i1, n_keys, b: i1
+):
+    """The reference tile loop with the tile's scores computed by ``score(q_block, k_block)``,
+    after ``prepare`` has made q, k and v ready (padding them, for example); the key blocks
+    of the query block that ends at ``i1`` start before ``key_end(i1, T, block_size)``."""
+
+    def causal_blocked_attention(q, k, v, block_size):
+        n_tokens = len(q)
+        q, k, v = prepare(q, k, v, block_size)
+        out = np.zeros((len(q), v.shape[1]))
+        for i0 in range(0, len(q), block_size):
+            i1 = min(i0 + block_size, len(q))
+            m, total = np.full(i1 - i0, -np.inf), np.zeros(i1 - i0)
+            acc = np.zeros((i1 - i0, v.shape[1]))
+            for j0 in range(0, key_end(i1, len(k), block_size), block_size):
+                j1 = min(j0 + block_size, len(k))
+                scores = score(q[i0:i1], k[j0:j1]) / np.sqrt(q.shape[1])
+                scores = np.where(np.arange(j0, j1) <= np.arange(i0, i1)[:, None], scores, -np.inf)
+                m_new = np.maximum(m, scores.max(axis=1))
+                factor, weights = np.exp(m - m_new), np.exp(scores - m_new[:, None])
+                total = total * factor + weights.sum(axis=1)
+                acc = acc * factor[:, None] + weights @ v[j0:j1]
+                m = m_new
+            out[i0:i1] = acc / total[:, None]
+        return out[:n_tokens]
+
+    return causal_blocked_attention
+
+
+def ch11_padded(q, k, v, block_size):
+    """q, k and v padded with zeros to a multiple of block_size (the padded keys come after
+    every real query, so the causal mask hides them)."""
+    extra = -len(q) % block_size
+    return (np.pad(a, ((0, extra), (0, 0))) for a in (q, k, v))
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        ch11_blocked_scored_by(lambda a, b: a.dot(b.T)),  # the method, on the queries
+        ch11_blocked_scored_by(lambda a, b: b.dot(a.T).T),  # the method, on the keys
+        ch11_blocked_scored_by(lambda a, b: np.inner(a, b)),
+        ch11_blocked_scored_by(lambda a, b: np.tensordot(a, b, axes=(1, 1))),
+        ch11_blocked_scored_by(lambda a, b: a @ b.T, ch11_padded),
+        ch11_blocked_scored_by(
+            lambda a, b: a @ b.T,
+            lambda q, k, v, block_size: (q, np.concatenate([k, np.zeros((0, k.shape[1]))]), v),
+        ),
+        ch11_blocked_scored_by(
+            lambda a, b: a @ b.T, lambda q, k, v, block_size: (q, np.vstack(list(k)), v)
+        ),
+        ch11_blocked_scored_by(
+            lambda a, b: a.dot(b.T),
+            lambda q, k, v, block_size: (np.asarray(q), np.stack(list(k)), np.copy(v)),
+        ),
+    ],
+)
+def test_ch11_causal_blocked_attention_follows_the_dot_method_and_arrays_made_from_k(answer):
+    feedback = exercises.check_causal_blocked_attention(answer)
+    assert feedback.passed, feedback.message
+
+
+# The key loop runs to i1 + block_size: one fully masked tile more per query block.
+ch11_blocked_one_tile_too_far = ch11_blocked_scored_by(
+    lambda a, b: a @ b.T, key_end=lambda i1, n_keys, b: min(i1 + b, n_keys)
+)
+
+
+def ch11_blocked_each_tile_twice(q, k, v, block_size):
+    """Every tile scored twice: once for its maximum, once for its exponentials."""
+
+    def scored(a, b):
+        (a @ b.T).max()  # a first pass for the maximum, thrown away
+        return a @ b.T
+
+    return ch11_blocked_scored_by(scored)(q, k, v, block_size)
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (
+            ch11_blocked_one_tile_too_far,
+            [
+                "made 11,008 multiplications with the keys, 1,792 more than the 9,216",
+                "7 tiles of 8 × 8 more: one for each block of queries but the last",
+                "j0 ≥ i1",
+            ],
+        ),
+        (
+            ch11_blocked_each_tile_twice,
+            [
+                "9,216 more than the 9,216 of the 36 tiles",
+                "2 times the work",
+                "compute each tile once",
+            ],
+        ),
+    ],
+)
+def test_ch11_causal_blocked_attention_counts_every_tile_more_than_needed(answer, fragments):
+    assert_ch11_mistake(exercises.check_causal_blocked_attention(answer), *fragments)
 
 
 def test_ch11_attend_with_cache_in_pytorch_breaks_the_prompts_rule():

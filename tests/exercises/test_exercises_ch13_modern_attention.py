@@ -966,3 +966,44 @@ def test_ch13_tiled_attention_accepts_the_chapters_solution_that_converts_its_in
 
 # Every checker of the chapter with a correct answer: test_exercises_registry.py runs them.
 REFERENCES = dict(CH13_CHECKERS)
+
+
+# --- Round 4: the second review's cases -------------------------------------------------------
+
+
+def ch13_key_blocks_only(q, k, v, block_size):
+    """Chapter 11's blocked_attention with its logsumexp: every query at once against one block
+    of keys at a time, a T_q × block_size tile that grows with T_q."""
+    m, total = np.full(len(q), -np.inf), np.zeros(len(q))
+    acc = np.zeros((len(q), v.shape[1]))
+    for k_start in range(0, len(k), block_size):
+        scores = q @ k[k_start : k_start + block_size].T / np.sqrt(q.shape[1])  # (T_q, b)
+        m_new = np.maximum(m, scores.max(axis=1))
+        correction, weights = np.exp(m - m_new), np.exp(scores - m_new[:, None])
+        total = total * correction + weights.sum(axis=1)
+        acc = acc * correction[:, None] + weights @ v[k_start : k_start + block_size]
+        m = m_new
+    return acc / total[:, None], m + np.log(total)
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragments"),
+    [
+        (
+            ch13_key_blocks_only,
+            [
+                "the results are right, but the memory ch13_key_blocks_only held grew by",
+                "its tiles score ALL the queries against a block of keys",
+                "Cut the queries into blocks of block_size too",
+            ],
+        ),
+        (
+            lambda q, k, v, block_size: ch13_tiled_attention(q, k, v, 16),  # block_size ignored
+            ["in one block (block_size = 16) and", "in blocks of 4: it does not use block_size"],
+        ),
+    ],
+)
+def test_ch13_tiled_attention_names_tiles_without_query_blocks_and_an_unused_block_size(
+    answer, fragments
+):
+    assert_ch13_mistake(exercises.check_tiled_attention(answer), *fragments)
