@@ -408,8 +408,11 @@ def in_context_loss(
     each token of which follows a token that occurred before, ``n`` positions earlier. Token
     ``n``, the first of the copy, is left out of both: its predecessor is the last token of
     the first half, which had no successor yet. Both halves thus count ``n - 1`` predictions
-    per sequence. On random tokens the first half costs at least ``log2`` of the number of
-    possible tokens; the difference between the two halves is the *in-context gain*.
+    per sequence. On tokens drawn independently and uniformly, the first half costs at least
+    ``log2`` of the number of possible tokens; drawn without repeats (the default of
+    :func:`repeated_tokens`), a model that rules out the tokens already drawn pays less: 5.80
+    bits instead of ``log2 63`` = 5.98 for halves of 16 tokens from ``V = 64`` after a fixed
+    token 0. The difference between the two halves is the *in-context gain*.
 
     Shapes
     ------
@@ -538,19 +541,18 @@ def copying_scores(model: AttentionOnlyTransformer) -> Tensor:
     """How much each head copies: a summary of the eigenvalues ``λ`` of its OV circuit
     (:func:`ov_circuit`), ``Σ λ / Σ |λ|`` (Elhage et al., 2021).
 
-    A head that raises the logit of the token it attends to has a circuit with large
-    positive eigenvalues, and scores close to 1 (an identity circuit scores exactly 1); a
-    head that lowers it scores close to -1 (a negated identity scores -1); a head whose
-    output has nothing to do with the token it reads scores near 0. It is a heuristic, and
-    the converse does not hold: every circuit whose non-zero eigenvalues are real and
-    positive scores exactly 1, a head that always raises the same token ``k`` (the circuit
-    ``1 e_kᵀ``) or ``I`` plus any strictly triangular matrix included. To see whether a head
-    copies, look at the diagonal itself, e.g. how often a row's largest entry is its own
-    token. The eigenvalues of a
-    real matrix come in conjugate pairs, so ``Σ λ`` (the trace) is real; ``|λ|`` is the
-    modulus. An all-zero circuit scores 0. The ``V × V`` circuit has rank at most ``D_h``:
-    its non-zero eigenvalues are those of the ``D_h × D_h`` product of its two factors in
-    the other order, which is what is computed (in float64).
+    A pure copy (a positive multiple of the identity) scores 1, a pure suppression (a
+    negative multiple) -1. It is a heuristic, wrong both ways: every circuit whose non-zero
+    eigenvalues are real and positive scores exactly 1, a head that always raises the same
+    token ``k`` (the circuit ``1 e_kᵀ``) or ``I`` plus any strictly triangular matrix
+    included; and off-diagonal entries can make eigenvalues complex, so a circuit whose
+    every row has its largest entry on the diagonal can score far below 1 (``[[1, a, -a],
+    [-a, 1, a], [a, -a, 1]]`` with ``a = 0.99``: 0.60). To see whether a head copies, look at
+    the diagonal itself, e.g. how often a row's largest entry is its own token. The
+    eigenvalues of a real matrix come in conjugate pairs, so ``Σ λ`` (the trace) is real;
+    ``|λ|`` is the modulus. An all-zero circuit scores 0. The ``V × V`` circuit has rank at
+    most ``D_h``: its non-zero eigenvalues are those of the ``D_h × D_h`` product of its two
+    factors in the other order, which is what is computed (in float64).
 
     Limits: the circuit is the direct path from a token's embedding to the logits. It leaves
     out the position embedding, and for a head of the second layer what the first layer

@@ -504,6 +504,23 @@ def test_the_copying_score_is_1_for_circuits_that_do_not_copy():
             assert share == pytest.approx(own_largest)
 
 
+def test_the_copying_score_can_be_low_for_a_circuit_whose_rows_peak_on_the_diagonal():
+    """The converse fails too (copying_scores' docstring): every row's largest entry is its
+    own token, yet two eigenvalues are complex (1 ± 1.71i) and the score is 0.60."""
+    a = 0.99
+    circuit = torch.tensor([[1, a, -a], [-a, 1, a], [a, -a, 1]], dtype=torch.float64)
+    assert torch.equal(circuit.argmax(dim=1), torch.arange(3))
+    identity = torch.eye(3, dtype=torch.float64)
+    assert round(induction._copying_score(circuit, identity), 2) == 0.60
+
+
+def test_an_ideal_first_half_of_distinct_tokens_costs_less_than_log2_63():
+    """in_context_loss' docstring: drawn without repeats after a fixed token 0, the 15
+    predicted tokens of a half of 16 come from 63, 62, … 49 tokens not yet drawn."""
+    ideal = sum(math.log2(k) for k in range(49, 64)) / 15
+    assert (round(ideal, 2), round(math.log2(63), 2)) == (5.80, 5.98)
+
+
 def full_circuit_by_modules(model, layer: int, head: int) -> torch.Tensor:
     """The OV circuit by running the modules on every token's embedding with the other
     heads' value features set to zero."""

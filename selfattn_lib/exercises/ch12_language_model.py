@@ -439,6 +439,20 @@ def _ch12_merge_as_read(ids: list[int], merges: list[tuple[int, int]], vocab_siz
     return merged
 
 
+def _ch12_as_text(
+    ids: list[int], merges: list[tuple[int, int]], vocab_size: int, *, padded: bool
+) -> list[int]:
+    """The slip of an encoder that works on the ids written as text, with ``str.replace``:
+    unpadded, ``"1 1"`` is also found inside ``"1 11"``; padded with spaces (``" 1 1 "``),
+    the space after one match is the one the next needs, so the token after each merged pair
+    is skipped (``x x x x x`` → ``(xx) x (xx)``)."""
+    pad = " " if padded else ""
+    text = pad + " ".join(map(str, ids)) + pad
+    for index, (left, right) in enumerate(merges):
+        text = text.replace(f"{pad}{left} {right}{pad}", f"{pad}{vocab_size + index}{pad}")
+    return [int(token) for token in text.split()]
+
+
 def _ch12_pair_counts(ids: list[int], overlapping: bool = True) -> dict[tuple[int, int], int]:
     """Adjacent pairs and their counts, in the order of first occurrence; without
     ``overlapping`` (a slip), an occurrence that overlaps the previous counted one of the same
@@ -548,6 +562,16 @@ _RULES = (
     "Check the three rules: the merges in the order they were learned, each one everywhere "
     "before the next, each scanned from the left (x x x becomes (xx) x)"
 )
+_SKIPS_ONE = (
+    "after each merged pair it skips the next token, so a run x x x x x becomes (xx) x (xx) "
+    "instead of (xx) (xx) x (str.replace on ' a b ' does this: the space after one match is "
+    "the space the next match needs). Continue right after the merged pair"
+)
+_AS_TEXT = (
+    "it matches the ids as text, so a pair such as '1 1' is also found inside '1 11' or "
+    "'11 1', and an id of two digits is cut in two. Compare whole ids: ids[i] == left and "
+    "ids[i + 1] == right"
+)
 _AS_FOUND = (
     "it merges pairs of the table as it finds them from the left, whatever their rank. "
     + _WRONG_ORDER
@@ -558,6 +582,8 @@ _CH12_APPLY_CASES = (
     ([0, 1, 1, 1, 2, 0, 1, 1, 1, 2], [(1, 1), (0, 3), (4, 1)], 3),
     ([0, 0, 0, 1, 0, 0, 0, 0, 0], [(0, 0)], 2),
     ([2, 1, 0, 2, 1, 0], [(0, 1), (3, 2)], 3),  # no pair of a merge occurs
+    # Ids of two digits: written as text, "1 1" is also inside "1 11" and "11 1".
+    ([1, 11, 1, 1, 11, 1, 5], [(1, 1), (12, 11)], 12),
 )
 
 
@@ -585,9 +611,9 @@ def check_apply_merges(apply_merges: Callable[..., Any]) -> kit.Feedback:
     """
     name = kit.name_of(apply_merges, "apply_merges")
 
-    def mistakes(ids: list[int], merges: list[tuple[int, int]], vocab_size: int):
-        backwards = list(range(len(merges) - 1, -1, -1))
-        retrained = _ch12_train(ids, len(merges), vocab_size)[1]
+    def replacement_mistakes(ids: list[int], merges: list[tuple[int, int]], vocab_size: int):
+        """Slips of one merge's replacement: caught on the first merge alone, where no slip
+        of the order can give the same wrong answer."""
         return [
             (_ch12_apply(ids, merges, vocab_size, overlap="collapse"), _OVERLAP),
             (_ch12_apply(ids, merges, vocab_size, overlap="twice"), _OVERLAP),
@@ -610,6 +636,15 @@ def check_apply_merges(apply_merges: Callable[..., Any]) -> kit.Feedback:
                 )
                 for shift in (1, -1)
             ),
+            (_ch12_as_text(ids, merges, vocab_size, padded=True), _SKIPS_ONE),
+            (_ch12_as_text(ids, merges, vocab_size, padded=False), _AS_TEXT),
+        ]
+
+    def mistakes(ids: list[int], merges: list[tuple[int, int]], vocab_size: int):
+        backwards = list(range(len(merges) - 1, -1, -1))
+        retrained = _ch12_train(ids, len(merges), vocab_size)[1]
+        return [
+            *replacement_mistakes(ids, merges, vocab_size)[:-2],
             (
                 _ch12_apply(ids, merges, vocab_size, order=backwards),
                 f"the merges were applied from the last to the first. {_WRONG_ORDER}",
@@ -622,13 +657,32 @@ def check_apply_merges(apply_merges: Callable[..., Any]) -> kit.Feedback:
                 "learns new merges instead of applying the given ones. Use the pairs of "
                 f"`merges`, in their order. {_WRONG_ORDER}",
             ),
+            *replacement_mistakes(ids, merges, vocab_size)[-2:],  # after the order's slips
         ]
 
+    def encoded(ids: list[int], merges: list[tuple[int, int]], vocab_size: int, what: str):
+        result = _ch12_call_on_lists(apply_merges, list(ids), list(merges), vocab_size)
+        return _ch12_integers(result, what, "one flat list of token ids", (0,))
+
     def check_one(ids: list[int], merges: list[tuple[int, int]], vocab_size: int) -> None:
+        if len(merges) > 1:  # the replacement first, on the first merge alone
+            first = merges[:1]
+            what = f"{name}({ids}, {first}, vocab_size={vocab_size})"
+            slips = replacement_mistakes(ids, first, vocab_size)
+            try:
+                got_first = encoded(ids, first, vocab_size, what)
+            except kit.Mistake:  # no ids (None, floats …): said on the whole case below
+                got_first = None
+            if got_first is not None:
+                kit.match_known_mistakes(
+                    got_first,
+                    tokenization.apply_merges(ids, first, vocab_size=vocab_size),
+                    [(np.array(wrong), why) for wrong, why in slips],
+                    what,
+                )
         what = f"{name}({ids}, {merges}, vocab_size={vocab_size})"
         expected = tokenization.apply_merges(ids, merges, vocab_size=vocab_size)
-        result = _ch12_call_on_lists(apply_merges, list(ids), list(merges), vocab_size)
-        got = _ch12_integers(result, what, "one flat list of token ids", (0,))
+        got = encoded(ids, merges, vocab_size, what)
         catalogue = [(np.array(wrong), why) for wrong, why in mistakes(ids, merges, vocab_size)]
         if kit.match_known_mistakes(got, expected, catalogue, what):
             return

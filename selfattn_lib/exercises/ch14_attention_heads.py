@@ -100,16 +100,18 @@ def _ch14_check_score(
     queries: str,
     n_queries: int,
     n_tokens: int,
+    score: str,
 ) -> None:
-    """Compare a per-head score with the right one, its known slips and its range [0, 1]."""
+    """Compare a per-head ``score`` (its name) with the right one, its known slips and its
+    range [0, 1]."""
     _ch14_score_shape(result, batch, len(expected), queries, n_queries, n_tokens, what)
     got = kit.as_result_array(result, expected, what)
     if kit.match_known_mistakes(got, expected, mistakes, what, atol=_CH14_ATOL):
         return
     if (got > 1 + _CH14_ATOL).any() or (got < -_CH14_ATOL).any():
         raise kit.Mistake(
-            f"{what} returned {kit.show(np.round(got, 4))}: a score is a mean of attention "
-            "weights, between 0 and 1. Did you sum where the score averages?"
+            f"{what} returned {kit.show(np.round(got, 4))}: a {score} score is a mean of "
+            "attention weights, between 0 and 1. Did you sum where it averages?"
         )
     kit.assert_close(got, expected, what, atol=_CH14_ATOL)
 
@@ -248,6 +250,7 @@ def check_previous_token_score(previous_token_score: Callable[..., Any]) -> kit.
             queries="T − 1 = " + str(n_tokens - 1),
             n_queries=n_tokens - 1,
             n_tokens=n_tokens,
+            score="previous-token",
         )
 
     def checks() -> str:
@@ -305,6 +308,13 @@ def _ch14_prefix_mistakes(weights: np.ndarray, n: int) -> list[tuple[Any, str]]:
             f"query n − 1 = {n - 1}, the last of the FIRST half, went into the mean (its key "
             "is token 0). The score averages over the n queries of the repeated half, "
             f"i = n … 2n − 1 = {n} … {2 * n - 1}",
+        ),
+        (
+            _ch14_key_mean(weights, range(n - 1, 2 * n - 1), 1 - n),
+            f"it counts query n − 1 = {n - 1}, the last of the FIRST half (its key is token "
+            f"0), and leaves out the last query, 2n − 1 = {2 * n - 1}: the diagonal starts at "
+            "query n − 1, so drop its FIRST entry. The score averages over the n queries of "
+            f"the repeated half, i = n … 2n − 1 = {n} … {2 * n - 1}",
         ),
         (
             _ch14_key_mean(weights, range(2 * n), 1 - n),
@@ -386,6 +396,7 @@ def check_prefix_matching_score(prefix_matching_score: Callable[..., Any]) -> ki
             queries=f"n = {n}",
             n_queries=n,
             n_tokens=2 * n,
+            score="prefix-matching",
         )
 
     def checks() -> str:

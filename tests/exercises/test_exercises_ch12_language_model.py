@@ -703,6 +703,31 @@ def ch12_apply_merges_recursive(ids, merges, vocab_size):
     )
 
 
+def ch12_apply_as_text(padded):
+    """str.replace over the ids written as text: unpadded, '1 1' is found inside '1 11';
+    padded (' 1 1 '), one match takes the space the next needs."""
+
+    def apply_merges(ids, merges, vocab_size):
+        pad = " " if padded else ""
+        text = pad + " ".join(map(str, ids)) + pad
+        for index, (left, right) in enumerate(merges):
+            text = text.replace(f"{pad}{left} {right}{pad}", f"{pad}{vocab_size + index}{pad}")
+        return [int(token) for token in text.split()]
+
+    return apply_merges
+
+
+def ch12_apply_as_text_with_regex(ids, merges, vocab_size):
+    """Correct on text: a regular expression that matches whole ids only, without taking
+    the space that follows (a lookahead)."""
+    import re
+
+    text = " ".join(map(str, ids))
+    for index, (left, right) in enumerate(merges):
+        text = re.sub(rf"(?<!\S){left} {right}(?!\S)", str(vocab_size + index), text)
+    return [int(token) for token in text.split()]
+
+
 def ch12_train_bpe_most_common(ids, n_merges, vocab_size):
     from collections import Counter
 
@@ -794,6 +819,16 @@ def ch12_train_bpe_most_common(ids, n_merges, vocab_size):
             ["stand for the right ids, but in another order"],
         ),
         (
+            "check_apply_merges",
+            ch12_apply_as_text(padded=True),
+            ["[(1, 1)], vocab_size=3): after each merged pair it skips the next token"],
+        ),
+        (
+            "check_apply_merges",
+            ch12_apply_as_text(padded=False),
+            ["[(1, 1)], vocab_size=12): it matches the ids as text", "'1 11'"],
+        ),
+        (
             "check_train_bpe",
             lambda ids, n, v: ch12_train_bpe(ids, n, v, stop_below=1),
             ["([0, 1, 2, 0, 1, 2], n_merges=4, vocab_size=3): it goes on merging pairs that"],
@@ -837,6 +872,7 @@ def test_ch12_checkers_name_more_mistakes(name, answer, fragments):
         ("check_top_p_filter", ch12_top_p_ascending),
         ("check_apply_merges", ch12_apply_merges_by_rank_table),
         ("check_apply_merges", ch12_apply_merges_recursive),
+        ("check_apply_merges", ch12_apply_as_text_with_regex),
         ("check_train_bpe", ch12_train_bpe_most_common),
     ],
 )

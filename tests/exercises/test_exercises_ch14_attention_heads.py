@@ -816,6 +816,21 @@ def ch14_real_eigenvalues_only(circuit, eigenvalues):
             lambda w: w.diagonal(offset=-1, axis1=-1, axis2=-2).mean(axis=(0, 2)),
             ["it is 0 for every head", "the NEXT token"],
         ),
+        (  # the diagonal's first n entries: queries n − 1 … 2n − 2
+            "check_prefix_matching_score",
+            lambda w, n: ch14_diagonal(w, 1 - n)[..., :n].mean(axis=(0, 2)),
+            ["it counts query n − 1 = 3", "leaves out the last query, 2n − 1 = 7"],
+        ),
+        (  # summed over the batch and the queries
+            "check_prefix_matching_score",
+            lambda w, n: ch14_diagonal(w, 1 - n)[..., 1:].sum(axis=(0, 2)),
+            ["a prefix-matching score is a mean of attention weights, between 0 and 1"],
+        ),
+        (
+            "check_previous_token_score",
+            lambda w: ch14_diagonal(w, -1).sum(axis=(0, 2)),
+            ["a previous-token score is a mean of attention weights"],
+        ),
         (
             "check_prefix_matching_score",
             ch14_prefix_over_2n,
