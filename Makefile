@@ -4,8 +4,9 @@
 # Both create .venv with the exact versions of requirements.txt when it is missing or stale.
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
-# The same digits in committed outputs on every CPU: PyTorch's kernels on their AVX2 paths.
-include tests/reproducible_cpu.mk
+# The environment of the committed outputs: PyTorch's kernels on their AVX2 paths (the same
+# digits on every CPU) and the figures' phone renderings for the site.
+include tests/committed_outputs.mk
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -55,12 +56,14 @@ $(A11Y_STAMP): tests/a11y/package.json tests/a11y/package-lock.json
 test: $(STAMP) $(NOTEBOOK_ENVS) $(A11Y_STAMP)
 	$(BIN)/python -m pytest
 
-# Re-run every chapter top to bottom in a fresh kernel and save its outputs (commit them).
+# Re-run every chapter top to bottom in a fresh kernel and save its outputs (commit them);
+# `make execute NOTEBOOKS=notebooks/06_masks.ipynb` re-runs one.
+NOTEBOOKS ?= notebooks/*.ipynb
 execute: $(STAMP)
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
 		--ExecutePreprocessor.timeout=600 --ExecutePreprocessor.store_widget_state=False \
 		--ExecutePreprocessor.record_timing=False \
-		notebooks/*.ipynb
+		$(NOTEBOOKS)
 
 # Time every chapter, a clean book build and NumPy vs PyTorch attention; writes
 # benchmarks/results.md (commit it). Not a test: nothing in `make test` depends on timings.

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from course import ROOT
 
+from selfattn_lib.plotting.base import PHONE_RENDERINGS
 from tools.repository import published_notebooks  # noqa: F401 - for the run tests
 
 RUNNER = Path(__file__).with_name("notebook_runner.py")
@@ -91,14 +92,18 @@ def copy_sources(destination: Path) -> None:
             shutil.copy2(ROOT / name, destination / name)
 
 
-def clean_environment(venv: Path, home: Path) -> dict[str, str]:
+def clean_environment(venv: Path, home: Path, *, phone_renderings: bool) -> dict[str, str]:
     """Environment variables for the kernel: none of the test run's Python or Jupyter
-    settings, a private IPython profile and Jupyter data directory with one kernel spec."""
+    settings, a private IPython profile and Jupyter data directory with one kernel spec, and
+    the figures' phone renderings only if ``phone_renderings`` (selfattn_lib.plotting)."""
     env = {
         key: value
         for key, value in os.environ.items()
         if not key.startswith(("PYTHON", "JUPYTER", "IPYTHON", "PYTEST", "VIRTUAL_ENV", "MPL"))
+        and key != PHONE_RENDERINGS
     }
+    if phone_renderings:
+        env[PHONE_RENDERINGS] = "1"
     kernel = home / "jupyter" / "kernels" / "course"
     kernel.mkdir(parents=True)
     python = str(venv / "bin" / "python")
@@ -119,9 +124,17 @@ def clean_environment(venv: Path, home: Path) -> dict[str, str]:
     return env
 
 
-def run_notebook(venv: Path, notebook: Path, tmp: Path, *, block_torch: bool = False) -> dict:
+def run_notebook(
+    venv: Path,
+    notebook: Path,
+    tmp: Path,
+    *,
+    block_torch: bool = False,
+    phone_renderings: bool = False,
+) -> dict:
     """Copy ``notebook`` alone into an empty directory and run it there with ``venv``'s
-    Python; return the runner's report (see tests/notebook_runner.py)."""
+    Python; return the runner's report (see tests/notebook_runner.py). The figures are drawn
+    for a phone too only if ``phone_renderings``: as a learner runs it, they are not."""
     work, home = tmp / "work", tmp / "home"
     work.mkdir()
     shutil.copy2(notebook, work / notebook.name)
@@ -130,7 +143,7 @@ def run_notebook(venv: Path, notebook: Path, tmp: Path, *, block_torch: bool = F
     result = subprocess.run(
         command + (["--block-torch"] if block_torch else []),
         cwd=work,
-        env=clean_environment(venv, home),
+        env=clean_environment(venv, home, phone_renderings=phone_renderings),
         capture_output=True,
         text=True,
         timeout=1800,

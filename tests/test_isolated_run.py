@@ -71,7 +71,10 @@ def outcomes(venv, tmp_path_factory):
         if notebook not in cache:
             block_torch = chapter_number(notebook) in TORCH_FREE_CHAPTERS
             tmp = tmp_path_factory.mktemp(notebook.stem)
-            cache[notebook] = run_notebook(venv, notebook, tmp, block_torch=block_torch)
+            # With the phone renderings, which the site shows: they are checked below too.
+            cache[notebook] = run_notebook(
+                venv, notebook, tmp, block_torch=block_torch, phone_renderings=True
+            )
         return cache[notebook]
 
     return outcome
@@ -185,9 +188,13 @@ def test_a_phone_rendering_keeps_every_word_of_its_figure(outcomes, notebook):
     """A phone rendering is the same figure laid out for a narrow column: it may stack its
     panels or leave out numbers written in cells, but it keeps every word (titles, axis
     labels, legends, token labels). A change made to the figure after the figure function
-    returned, which the phone rendering would miss, fails here."""
+    returned, which the phone rendering would miss, fails here. And every figure that has a
+    phone rendering showed it: this run asks for them, as `make execute` does."""
     figures = outcomes(notebook)["probe"]["figures"]
     laptop = {figure["id"]: figure for figure in figures if figure["layout"] == "laptop"}
+    phones = {figure["phone_of"] for figure in figures if figure["layout"] == "phone"}
+    unshown = [f["title"] for f in laptop.values() if f["has_phone"] and f["id"] not in phones]
+    assert unshown == [], "figures shown without their phone rendering"
     for phone in (figure for figure in figures if figure["layout"] == "phone"):
         assert phone["phone_of"] in laptop, f"{phone['title']!r}: its laptop figure was shown"
         missing = set(laptop[phone["phone_of"]]["words"]) - set(phone["words"])

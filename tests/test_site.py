@@ -27,7 +27,7 @@ from conftest import BROWSER_SKIP_REASON
 from course import COLUMN_PX, PHONE_COLUMN_PX, ROOT, toc_files
 
 from tools.plain_edition import glossary
-from tools.stats import SCREENS, screens
+from tools.stats import LAPTOP, SCREENS, screens_of_open_page
 
 HTML = ROOT / "_build" / "html"
 PAGES = [f"{file}.html" for file in toc_files()]
@@ -51,6 +51,7 @@ def site() -> Path:
     return HTML
 
 
+@functools.cache  # the tests only read it, and a chapter's page takes seconds to parse
 def soup(site: Path, page: str) -> BeautifulSoup:
     return BeautifulSoup((site / page).read_text(encoding="utf-8"), "html.parser")
 
@@ -281,9 +282,25 @@ def open_page(browser, server: str, page: str, viewport: str) -> int | None:
     return browser.execute_async_script(WAIT_FOR_MATHJAX)
 
 
+SOLUTION_CLICK = """
+const title = document.querySelector(".solution.toggle > .admonition-title");
+title.scrollIntoView({block: "center"});
+const solution = title.parentElement, before = window.scrollY;
+const hidden = solution.classList.contains("toggle-hidden");
+// Where a reader aims: the middle of the title's text, which was once a link away.
+const text = title.querySelector("span") || title;
+const box = text.getBoundingClientRect();
+document.elementFromPoint(box.left + box.width / 2, box.top + box.height / 2).click();
+return {hidden_before: hidden, hidden_after: solution.classList.contains("toggle-hidden"),
+        scrolled: Math.abs(window.scrollY - before)};
+"""
+
+
 @pytest.mark.parametrize("viewport", VIEWPORTS)
 @pytest.mark.parametrize("page", PAGES)
 def test_page_renders_in_chromium_with_the_network_off(browser, server, page, viewport):
+    """One visit of a reader: the page as it first shows, a click on a solution's title (on a
+    chapter), then every fold opened."""
     typeset = open_page(browser, server, page, viewport)
     facts = browser.execute_script(PAGE_FACTS)
     assert facts["window_width"] == VIEWPORTS[viewport][0], "the window has the viewport's size"
@@ -297,6 +314,15 @@ def test_page_renders_in_chromium_with_the_network_off(browser, server, page, vi
     assert facts["tabbable_formulas"] == 0, "formulas that do not scroll are out of the tab order"
     assert facts["formulas_with_mathml"] == facts["formulas"], "each formula keeps its MathML"
     assert facts["cut_formulas"] == [], "no formula is cut off"
+    # book/_ext/course_html.py makes a <picture> of a figure and its phone rendering.
+    for figure in browser.execute_script(SHOWN_FIGURES):
+        wanted = figure["phone"] if viewport == "phone" and figure["phone"] else figure["laptop"]
+        assert figure["shown"] == wanted, figure
+    if page in CHAPTERS:
+        click = browser.execute_script(SOLUTION_CLICK)
+        assert click["hidden_before"], "solutions start hidden"
+        assert not click["hidden_after"], "a click on a solution's title opened it"
+        assert click["scrolled"] < 5, "the click did not jump elsewhere on the page"
     errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
     assert errors == []
     unfolded = browser.execute_script(UNFOLDED_FACTS)
@@ -305,10 +331,6 @@ def test_page_renders_in_chromium_with_the_network_off(browser, server, page, vi
     assert unfolded["kept_without_cue"] == [], "a keep-columns output scrolls without a cue"
     assert unfolded["overflowing_tables"] == [], "a table is wider than its column"
     assert unfolded["wide_formulas"] == [], "a display formula is wider than its column"
-    # book/_ext/course_html.py makes a <picture> of a figure and its phone rendering.
-    for figure in browser.execute_script(SHOWN_FIGURES):
-        wanted = figure["phone"] if viewport == "phone" and figure["phone"] else figure["laptop"]
-        assert figure["shown"] == wanted, figure
 
 
 # --- Menus: the site's navigation (☰) and the page's contents, on every screen width -------
@@ -477,12 +499,13 @@ def test_a_chapter_is_at_most_its_budget_of_screens_with_going_deeper_parts_fold
 ):
     """A "Going deeper" part shows its heading and an optional-part summary; its content is
     folded. With those parts closed, a chapter is at most SCREENS laptop screens."""
+    assert VIEWPORTS["laptop"] == LAPTOP, "the budget is in the screens of tools.stats"
     open_page(browser, server, page, "laptop")
     for part in browser.execute_script(GOING_DEEPER):
         title = re.sub(r"^[\d.]+\s+", "", part["heading"]).rstrip("#")  # "1.3.1. … #"
         assert title.startswith("Going deeper:"), part["heading"]
         assert part["folded"] and part["hidden"], part["heading"]
-    length = screens(browser, f"{server}/{page}")
+    length = screens_of_open_page(browser)  # the window is a laptop's: tools.stats.LAPTOP
     assert length <= SCREENS, f"{page}: {length:.1f} laptop screens (budget {SCREENS})"
 
 
@@ -505,30 +528,6 @@ def test_the_appendix_contents_fit_one_laptop_screen(browser, server):
     assert contents, "the appendix opens with a contents list of its entries"
     assert contents["links"] == contents["entries"], contents  # every entry, once
     assert contents["height"] <= contents["window"], contents
-
-
-SOLUTION_CLICK = """
-const title = document.querySelector(".solution.toggle > .admonition-title");
-title.scrollIntoView({block: "center"});
-const solution = title.parentElement, before = window.scrollY;
-const hidden = solution.classList.contains("toggle-hidden");
-// Where a reader aims: the middle of the title's text, which was once a link away.
-const text = title.querySelector("span") || title;
-const box = text.getBoundingClientRect();
-document.elementFromPoint(box.left + box.width / 2, box.top + box.height / 2).click();
-return {hidden_before: hidden, hidden_after: solution.classList.contains("toggle-hidden"),
-        scrolled: Math.abs(window.scrollY - before)};
-"""
-
-
-@pytest.mark.parametrize("viewport", VIEWPORTS)
-@pytest.mark.parametrize("page", CHAPTERS)
-def test_a_click_on_a_solution_title_opens_it_where_it_is(browser, server, page, viewport):
-    open_page(browser, server, page, viewport)
-    click = browser.execute_script(SOLUTION_CLICK)
-    assert click["hidden_before"], "solutions start hidden"
-    assert not click["hidden_after"], "the click opened the solution"
-    assert click["scrolled"] < 5, "the click did not jump elsewhere on the page"
 
 
 # --- Accessibility: axe-core in Chromium ---------------------------------------------------

@@ -143,6 +143,11 @@ def screens(driver, url: str) -> float:
     window's height, in a Selenium ``driver`` whose window is :data:`LAPTOP`."""
     driver.set_window_size(*LAPTOP)
     driver.get(url)
+    return screens_of_open_page(driver)
+
+
+def screens_of_open_page(driver) -> float:
+    """:func:`screens` of the page the ``driver`` shows now, in a window of :data:`LAPTOP`."""
     height = driver.execute_script(PAGE_HEIGHT)
     return height / driver.execute_script("return window.innerHeight;")
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import os
 import re
 import sys
 import tempfile
@@ -34,6 +35,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+from selfattn_lib.plotting.base import PHONE_RENDERINGS
 from tools.plain_edition import plain_edition
 from tools.repository import ROOT, published_notebooks, read_notebook, write_notebook
 
@@ -129,7 +131,9 @@ def student_copy(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 def execute(
     nb: nbformat.NotebookNode, workdir: Path, *, timeout: int = 600
 ) -> nbformat.NotebookNode:
-    """Run ``nb`` top to bottom in a fresh kernel in ``workdir``, as ``make execute`` does."""
+    """Run ``nb`` top to bottom in a fresh kernel in ``workdir``, as ``make execute`` does but
+    without the figures' phone renderings: a copy keeps no outputs, and a learner's Jupyter
+    draws none."""
     client = NotebookClient(
         nb,
         timeout=timeout,
@@ -139,7 +143,7 @@ def execute(
         store_widget_state=False,
         resources={"metadata": {"path": str(workdir)}},
     )
-    client.execute()
+    client.execute(env={k: v for k, v in os.environ.items() if k != PHONE_RENDERINGS})
     nb.metadata.pop("widgets", None)
     return nb
 

@@ -16,6 +16,7 @@ import base64
 import contextlib
 import functools
 import io
+import os
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any, TypeVar
@@ -82,6 +83,17 @@ LAYOUTS = ("laptop", "phone")
 #: output. Only the book's build reads it (book/_ext/course_html.py makes a ``<picture>`` of
 #: the two); Jupyter, Colab and GitHub show the ``image/png`` and ignore it.
 PHONE_MIME = "application/vnd.self-attention-course.phone+png"
+#: The environment variable that makes a shown figure carry its phone rendering: ``"1"``
+#: where a notebook's outputs are made for the site and checked (tests/committed_outputs.mk:
+#: ``make execute``, strict nbval, the wheel-only run). Elsewhere (Colab, Binder, a learner's
+#: Jupyter, the student copies) nothing shows the phone rendering, so it is not drawn.
+PHONE_RENDERINGS = "SELFATTN_PHONE_RENDERINGS"
+
+
+def phone_renderings_wanted() -> bool:
+    """Whether a shown figure carries its phone rendering (see :data:`PHONE_RENDERINGS`)."""
+    return os.environ.get(PHONE_RENDERINGS) == "1"
+
 
 _LAYOUT: ContextVar[str] = ContextVar("selfattn_lib_layout", default="laptop")
 
@@ -140,8 +152,9 @@ def for_the_page(draw: FigureFunction) -> FigureFunction:
     Called as usual, the function draws for the current layout (a laptop's, unless inside
     :func:`drawn_for`). The figure it returns also knows how to draw itself for a phone: the
     same function with the same arguments, ``layout="phone"``. A notebook that shows it puts
-    that rendering beside its ``image/png``, under :data:`PHONE_MIME`. Panels drawn into a
-    given ``ax`` or ``axes`` belong to the caller's figure and get no rendering of their own.
+    that rendering beside its ``image/png``, under :data:`PHONE_MIME`, where
+    :data:`PHONE_RENDERINGS` asks for it. Panels drawn into a given ``ax`` or ``axes`` belong
+    to the caller's figure and get no rendering of their own.
 
     Examples
     --------
@@ -152,8 +165,8 @@ def for_the_page(draw: FigureFunction) -> FigureFunction:
     >>> laptop, phone = panel(), panel(layout="phone")
     >>> laptop.get_size_inches().tolist(), phone.get_size_inches().tolist()
     ([7.2, 2.4], [3.8, 7.199999999999999])
-    >>> sorted(laptop._repr_mimebundle_()) == [PHONE_MIME]
-    True
+    >>> laptop.course_phone().get_size_inches().tolist()  # what the notebook shows beside it
+    [3.8, 7.199999999999999]
     """
 
     @functools.wraps(draw)
@@ -195,6 +208,8 @@ def _attach_phone(drawn: Any, phone: Callable[[], Any]) -> None:
 
 
 def _phone_bundle(phone: Callable[[], Any], include: object = None, exclude: object = None) -> dict:
+    if not phone_renderings_wanted():
+        return {}
     return {PHONE_MIME: png_base64(_figure_of(phone()))}
 
 

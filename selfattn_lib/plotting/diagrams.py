@@ -47,6 +47,7 @@ from selfattn_lib.plotting.base import (
     SEQUENTIAL_CMAP,
     column_width,
     current_layout,
+    phone_renderings_wanted,
     png_base64,
     text_colour,
 )
@@ -215,7 +216,7 @@ class Diagram:
         self.figure.savefig(buffer, format="png", bbox_inches="tight", dpi=100)
         bundle = {"image/png": buffer.getvalue(), "text/plain": self.alt}
         phone = getattr(self.figure, "course_phone", None)  # plotting.for_the_page
-        if phone is not None:
+        if phone is not None and phone_renderings_wanted():
             bundle[PHONE_MIME] = png_base64(phone().figure)
         return bundle
 

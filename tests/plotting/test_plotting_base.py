@@ -8,6 +8,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from selfattn_lib import plotting
+from selfattn_lib.plotting.diagrams import Grid, flow
 
 
 def test_heatmap_labels_colorbar_and_annotations():
@@ -157,7 +158,8 @@ def test_a_single_axes_is_at_most_as_wide_as_a_phone_s_column():
             pass
 
 
-def test_a_figure_function_for_the_page_carries_its_phone_rendering():
+def test_a_figure_function_for_the_page_carries_its_phone_rendering(monkeypatch):
+    monkeypatch.setenv(plotting.PHONE_RENDERINGS, "1")  # as `make execute` runs a notebook
     calls = []
 
     @plotting.for_the_page
@@ -186,3 +188,22 @@ def test_a_figure_function_for_the_page_carries_its_phone_rendering():
     grid = Figure().subplots(1, 2)
     assert not hasattr(panels(axes=grid), "course_phone")
     assert hasattr(panels(), "course_phone")
+
+
+def test_a_figure_is_drawn_for_a_phone_only_where_the_environment_asks_for_it(monkeypatch):
+    """Colab, Binder and Jupyter show a figure's image/png alone: there it is drawn once."""
+    calls = []
+
+    @plotting.for_the_page
+    def weights_figure(matrix):
+        calls.append(plotting.current_layout())
+        return plotting.heatmap(matrix, ["a", "b"], ["a", "b"])
+
+    monkeypatch.delenv(plotting.PHONE_RENDERINGS, raising=False)
+    laptop = weights_figure(np.eye(2))
+    diagram = plotting.for_the_page(flow)(Grid("v", [1.0, -2.0]))
+    assert laptop._repr_mimebundle_() == {} and calls == ["laptop"]
+    assert plotting.PHONE_MIME not in diagram._repr_mimebundle_()
+    monkeypatch.setenv(plotting.PHONE_RENDERINGS, "1")
+    assert plotting.PHONE_MIME in laptop._repr_mimebundle_() and calls == ["laptop", "phone"]
+    assert plotting.PHONE_MIME in diagram._repr_mimebundle_()
