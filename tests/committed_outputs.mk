@@ -1,7 +1,8 @@
 # The environment in which the notebooks' committed outputs are made (make execute) and
 # checked (strict nbval, the wheel-only run of tests/test_isolated_run.py). The Makefile
 # exports it to everything it runs (make test, make execute, make bench), and
-# tests/conftest.py sets it for a pytest started by hand: it is read from here.
+# conftest.py (at the root) sets it for a pytest started by hand, on any file: it is read
+# from here.
 #
 # The same digits on every x86 CPU. Strict nbval compares committed outputs digit for digit,
 # and a model trained for hundreds of steps (chapters 10 and 12 to 14) ends with other digits

@@ -3,8 +3,6 @@ audit's table and the notice printed when the browser tests could not run."""
 
 from __future__ import annotations
 
-import os
-import re
 import time
 
 import pytest
@@ -15,20 +13,6 @@ from hypothesis import settings
 # example fails a property test on a loaded machine, so there is none, for every test.
 settings.register_profile("course", deadline=None)
 settings.load_profile("course")
-
-# The kernels that nbval starts inherit these (tests/committed_outputs.mk says why); `make test`
-# has already exported them.
-for name, value in re.findall(
-    r"^export (\w+) = (\S+)$", (ROOT / "tests" / "committed_outputs.mk").read_text(), re.MULTILINE
-):
-    os.environ.setdefault(name, value)
-
-# One thread for PyTorch (and NumPy's BLAS) in every test process and every notebook kernel
-# they start: pytest-xdist runs two workers on CI's 2 cores, and a thread that waits for a
-# busy core stalls every small operation. test_language_model's 120 training steps of a tiny
-# GPT took 118 s in a loaded `make test` with two threads, 1.3 s alone. The committed outputs
-# do not depend on it: strict nbval of every notebook passes with one thread and with two.
-os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 BROWSER_SKIP_REASON = "Debian's chromium and chromedriver are not installed"
 STARTED = pytest.StashKey[float]()
