@@ -497,16 +497,16 @@ def multi_head_flow(
 
     items: list[Grid | str] = [
         Grid("X", x, rows=tokens, fmt=".1f", note="the tokens"),
-        Grid("Q", q, role="query", fmt=".1f", note="X W_Q"),
-        Grid("K", k, role="key", fmt=".1f", note="X W_K"),
-        Grid("V", v, role="value", fmt=".1f", note="X W_V"),
+        Grid("Q", q, role="query", fmt=".1f", note="X W_Q", row_names=tokens),
+        Grid("K", k, role="key", fmt=".1f", note="X W_K", row_names=tokens),
+        Grid("V", v, role="value", fmt=".1f", note="X W_V", row_names=tokens),
         "split_heads →",
     ]
     for h in range(n_heads):
         items += [
-            Grid(f"Q{sub(h)}", q_heads[h], role="query", fmt=".1f"),
-            Grid(f"K{sub(h)}", k_heads[h], role="key", fmt=".1f"),
-            Grid(f"V{sub(h)}", v_heads[h], role="value", fmt=".1f"),
+            Grid(f"Q{sub(h)}", q_heads[h], role="query", fmt=".1f", row_names=tokens),
+            Grid(f"K{sub(h)}", k_heads[h], role="key", fmt=".1f", row_names=tokens),
+            Grid(f"V{sub(h)}", v_heads[h], role="value", fmt=".1f", row_names=tokens),
         ]
     items.append("softmax →")
     for h in range(n_heads):
@@ -515,6 +515,7 @@ def multi_head_flow(
                 f"A{sub(h)}",
                 weights[h],
                 rows=tokens if h == 0 else (),
+                row_names=tokens,
                 cols=tokens,
                 role="weights",
                 note=f"softmax(Q{sub(h)}K{sub(h)}ᵀ/√{d_head})",
@@ -523,12 +524,18 @@ def multi_head_flow(
     items.append("× Vₕ →")
     for h in range(n_heads):
         items.append(
-            Grid(f"Z{sub(h)}", head_outputs[h], role="output", note=f"A{sub(h)} V{sub(h)}")
+            Grid(
+                f"Z{sub(h)}",
+                head_outputs[h],
+                role="output",
+                note=f"A{sub(h)} V{sub(h)}",
+                row_names=tokens,
+            )
         )
     concat = ", ".join(f"Z{sub(h)}" for h in range(n_heads))
     items += [
         "merge_heads →",
-        Grid("Z", merged, role="output", note=f"Concat({concat})"),
+        Grid("Z", merged, role="output", note=f"Concat({concat})", row_names=tokens),
         "× W_O =",
         Grid("Y", output, rows=tokens, role="output", note="the layer's output"),
     ]

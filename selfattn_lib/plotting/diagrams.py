@@ -82,7 +82,8 @@ _ROW_GAP = 0.18
 class Grid:
     """One array of a flow: its name (``"Q"``, ``"W_Q"``, ``"A"``), values, token labels of
     its rows and columns, role (see :data:`ROLE_COLOURS`), number format and a short note
-    written under it (e.g. ``"softmax of each row"``)."""
+    written under it (e.g. ``"softmax of each row"``). ``row_names`` name the rows in the alt
+    text where the drawing leaves them unlabelled (the same tokens as a grid beside it)."""
 
     name: str
     values: object
@@ -91,6 +92,7 @@ class Grid:
     role: str = "input"
     fmt: str = ".2f"
     note: str = ""
+    row_names: Sequence[str] = ()
     array: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -113,7 +115,7 @@ class Grid:
             )
         if array.dtype.kind in "iuf" and np.isnan(array.astype(np.float64)).any():
             raise ValueError(f"Grid {self.name!r}: values contain NaN")
-        for axis, labels in (("rows", self.rows), ("cols", self.cols)):
+        for axis, labels in (("rows", self.rows), ("cols", self.cols), ("rows", self.row_names)):
             count = array.shape[0 if axis == "rows" else 1]
             if labels and len(labels) != count:
                 raise ValueError(
@@ -375,7 +377,7 @@ def _largest_weights(grid: Grid, row: str, weights: np.ndarray, cols: Sequence[s
 
 def _alt_of(grid: Grid) -> str:
     array = grid.array
-    rows = list(grid.rows) or [f"row {i + 1}" for i in range(array.shape[0])]
+    rows = list(grid.rows or grid.row_names) or [f"row {i + 1}" for i in range(array.shape[0])]
     cols = list(grid.cols) or [f"column {j + 1}" for j in range(array.shape[1])]
     if array.dtype.kind == "b":
         allowed = [

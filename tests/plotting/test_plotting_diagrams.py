@@ -95,6 +95,19 @@ def test_a_notebook_shows_the_png_with_the_alt_text_as_its_text():
     assert isinstance(diagram, Diagram)
 
 
+def test_row_names_name_the_rows_of_a_grid_drawn_without_labels():
+    weights = [[0.7, 0.3], [0.4, 0.6]]
+    beside = flow(
+        Grid("A", weights, rows=["a", "b"], cols=["a", "b"], role="weights"),
+        Grid("B", weights, cols=["a", "b"], role="weights", row_names=["a", "b"]),
+    )
+    assert "B, largest weight in each row: a → a 0.70; b → b 0.60." in beside.alt
+    assert "row 1" not in beside.alt
+    assert read_back(beside.figure, "B").tolist() == weights  # drawn as before
+    with pytest.raises(ValueError, match="3 rows labels for 2 rows"):
+        Grid("B", weights, row_names=["a", "b", "c"])
+
+
 def test_text_stays_legible_and_the_figure_fits_the_column():
     x = embeddings.embed("the cat sat because it was tired")
     diagram = flow(
