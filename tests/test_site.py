@@ -23,9 +23,9 @@ from urllib.parse import urlparse
 
 import pytest
 from bs4 import BeautifulSoup
-from conftest import BROWSER_SKIP_REASON
 from course import COLUMN_PX, PHONE_COLUMN_PX, ROOT, toc_files
 
+from conftest import BROWSER_SKIP_REASON
 from tools.plain_edition import glossary
 from tools.stats import LAPTOP, SCREENS, screens_of_open_page
 
