@@ -452,6 +452,16 @@ def check_cosine_similarity_matrix(cosine_similarity_matrix: Callable[..., Any])
         # vectors or over the entries runs its body more often.
         larger = (np.tile(_CH1_X, (4, 2)), np.tile(_CH1_Y, (4, 2)))  # (12, 2D), (20, 2D)
         kit.require_no_python_loop(cosine_similarity_matrix, (_CH1_X, _CH1_Y), larger, name)
+        kit.require_own_code(
+            cosine_similarity_matrix,
+            (_CH1_X, _CH1_Y),
+            (
+                "selfattn_lib.similarity.similarity_matrix",
+                "selfattn_lib.similarity.cosine_similarity",
+            ),
+            name,
+            kit.WRITE_IT_YOURSELF,
+        )
         return f"Your {name} matches the loops, and the checker saw no loop in it."
 
     return kit.run_checks(checks)

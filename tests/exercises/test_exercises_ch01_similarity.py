@@ -5,7 +5,7 @@ checker promises is tested once, over REFERENCES, in test_exercises_registry.py.
 import numpy as np
 import pytest
 
-from selfattn_lib import exercises
+from selfattn_lib import exercises, similarity
 
 
 def ch1_dot_product(a, b):
@@ -805,3 +805,26 @@ def test_ch1_nearest_neighbour_says_parallel_vectors_point_the_same_way_not_that
         feedback = exercises.check_nearest_neighbour(answer)
         assert_ch1_mistake(feedback, "point")
         assert "same vector" not in feedback.message, feedback.message
+
+
+@pytest.mark.parametrize(
+    ("answer", "called"),
+    [
+        (
+            lambda x, y: similarity.similarity_matrix(x, y, measure="cosine"),
+            "`selfattn_lib.similarity.similarity_matrix`",
+        ),
+        (
+            lambda x, y: similarity.cosine_similarity(
+                *np.broadcast_arrays(x[:, None, :], y[None, :, :])
+            ),
+            "`selfattn_lib.similarity.cosine_similarity`",
+        ),
+    ],
+)
+def test_ch1_cosine_similarity_matrix_turns_down_the_librarys_answer(answer, called):
+    # Right results, but the exercise is to write it: as exercises 1 and 2 of the chapter.
+    feedback = exercises.check_cosine_similarity_matrix(answer)
+    assert_ch1_mistake(
+        feedback, "gives the right result, but it calls", called, "write it yourself"
+    )
