@@ -294,6 +294,20 @@ def test_float16_weights_match_torch_softmax_to_float16_rounding(x, data):
     np.testing.assert_allclose(weights, expected, rtol=2**-9, atol=2**-24)
 
 
+def test_float32_rounding_can_swap_two_neighbouring_scores_float64_did_not_here():
+    # Chapter 2, cell 13: NumPy's float32 exp is not monotone to the last bit (NumPy as
+    # installed, 2.4.6 when measured, on an AVX2 processor), so among 200,000 scores z and the
+    # next float32 above each, some higher score gets a strictly lower weight; a few in 10^4.
+    z = np.random.default_rng(0).uniform(-3, 0, size=200_000).astype(np.float32)
+    rows = np.stack([np.zeros_like(z), z, np.nextafter(z, np.float32(1))], axis=-1)  # (n, 3)
+    weights = softmax(rows)
+    swapped = weights[:, 2] < weights[:, 1]
+    assert 0 < swapped.sum() < 100
+    z64 = z.astype(np.float64)
+    rows64 = np.stack([np.zeros_like(z64), z64, np.nextafter(z64, 1.0)], axis=-1)
+    assert not (softmax(rows64)[:, 2] < softmax(rows64)[:, 1]).any()
+
+
 def test_scores_of_both_signs_near_the_float_limit_overflow_quietly_towards_weight_0():
     # x - max overflows to -inf here: the weight 0 and the log-sum-exp are right, and no
     # RuntimeWarning escapes (this module's tests turn warnings into errors).
