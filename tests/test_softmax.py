@@ -65,6 +65,13 @@ def test_temperature_divides_the_scores(x, temperature):
     )
 
 
+@PROPERTY_SETTINGS
+@given(score=finite_floats(1.7e308))
+def test_a_row_of_one_finite_score_always_gets_weight_1(score):
+    # Chapter 2's box: whatever the score, even beyond 709.78 where e^x overflows.
+    assert softmax([score]).tolist() == [1.0]
+
+
 def test_hand_checked_values():
     np.testing.assert_allclose(softmax([0.0, np.log(3.0)]), [0.25, 0.75], rtol=1e-15)
     e = np.e
