@@ -198,6 +198,23 @@ def test_glossary_float16_limits():
         assert np.float32(1e-30) * np.float32(1e-10) > 0
 
 
+def test_glossary_score_is_scaled_from_chapter_4_on_as_chapter_4_says():
+    """The glossary's "score" agrees with chapter 4, which makes the scaled dot products the
+    scores from there on and calls the unscaled ones dot products in its six steps."""
+    text = definition("score")
+    assert "in chapters 1–3" in text and "from chapter 4 on" in text
+    assert "scaled score" not in text
+    chapter_4 = read_notebook(ROOT / "notebooks" / "04_queries_keys_values.ipynb")
+    prose = " ".join(
+        " ".join(cell.source.split()) for cell in chapter_4.cells if cell.cell_type == "markdown"
+    )
+    assert (
+        "from here on the {term}`scores <score>`, what the softmax is applied to, are the "
+        "scaled dot products" in prose
+    )
+    assert "2. dot products: $s_j" in prose and "giving the scores $s'_j$" in prose
+
+
 def hand_written_softmax(scores: np.ndarray, axis: int = -1) -> np.ndarray:
     """A stable softmax written by hand with NumPy, as chapter 2 writes it: the total of the
     exponentials is kept in the scores' dtype."""
