@@ -82,7 +82,7 @@ _TABLE: dict[str, tuple[float, ...]] = {
     "didn't":  (0.00, 0.00, 0.00, 0.00, 0.10, 0.00, 0.00, 0.60),
 }  # fmt: skip
 
-#: The course's running example, carried from chapter 1 to chapter 7: every word has a
+#: The course's running example, carried from chapter 1 to chapter 6: every word has a
 #: vector above, the pronoun *it* refers back to *cat*, and it is short enough for every
 #: number of its attention to be drawn.
 RUNNING_EXAMPLE = "the cat sat because it was tired"

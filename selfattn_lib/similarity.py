@@ -1,9 +1,10 @@
 """Dot products, cosine similarity and similarity matrices (chapter 1).
 
-The dot product ``a · b = Σ_i a_i b_i`` grows with both the angle between two vectors and
-their lengths; the cosine ``a · b / (‖a‖ ‖b‖)`` keeps only the angle. A similarity matrix
-holds the score of every query vector against every key vector, which is the first half of
-attention.
+The dot product ``a · b = Σ_i a_i b_i`` equals ``‖a‖ ‖b‖ cos θ``: it is scaled by both
+lengths and, for fixed lengths, is largest when the vectors point the same way (θ = 0) and
+falls as the angle θ between them grows; the cosine ``a · b / (‖a‖ ‖b‖)`` keeps only the
+angle. A similarity matrix holds the score of every query vector against every key vector,
+which is the first half of attention.
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 
 ``softmax(x)_i = exp(x_i / τ) / Σ_j exp(x_j / τ)`` turns scores into weights that are
 non-negative and sum to one. Subtracting the largest score first changes nothing
-mathematically (softmax is shift invariant) but keeps ``exp`` from overflowing.
+mathematically (softmax is shift invariant) but keeps ``exp`` from overflowing. The total of
+the exponentials is added up in at least float32, as ``torch.softmax`` does for float16, so
+that a float16 total neither overflows nor stops growing.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ from selfattn_lib._validation import as_float_array, check_axis, check_positive_
 def softmax(x: ArrayLike, axis: int = -1, temperature: float = 1.0) -> np.ndarray:
     """Softmax of ``x / temperature`` along ``axis``, computed without overflow in ``exp``.
 
-    The row's total is added up in ``x``'s dtype: in float16 it overflows for a row of more
-    than 65,519 keys at the maximum, and such a row comes out all zeros (``torch.softmax``
-    adds float16 up in float32).
+    The exponentials are computed in ``x``'s dtype, added up in at least float32 (as
+    ``torch.softmax`` does for float16) and divided there, and the weights are rounded back to
+    ``x``'s dtype: 70,000 equal float16 scores get 1/70,000 each (1.43e-05), along any axis.
+    Added up in float16, their total would be ``inf`` along the last axis and 2,048 along
+    another (:func:`_total_dtype` says why), and the weights 0 or 1/2,048.
 
     Parameters
     ----------
@@ -58,13 +62,14 @@ def log_sum_exp(x: ArrayLike, axis: int = -1) -> np.ndarray:
 
     It is the log of softmax's denominator: ``softmax(x) = exp(x − log_sum_exp(x))``. The
     largest entry ``m`` is taken out first, ``m + log Σ_j exp(x_j − m)``, so every exponent is
-    at most 0 and the sum is at least 1. The sum is added up in ``x``'s dtype, as in
-    :func:`softmax`: in float16 it overflows to ``inf`` for more than 65,519 entries at the
-    maximum, although the result, ``m + log n``, would fit.
+    at most 0 and the sum is at least 1. As in :func:`softmax`, the sum is added up in at least
+    float32 and the result rounded back to ``x``'s dtype: 70,000 float16 zeros give
+    ``log 70000`` (11.16), along any axis.
 
     Shapes
     ------
-    ``x``: any shape with at least one axis → ``x``'s shape without ``axis``.
+    ``x``: any shape with at least one axis → ``x``'s shape without ``axis``, in ``x``'s dtype
+    (float64 for integers and booleans).
 
     Examples
     --------
@@ -78,8 +83,25 @@ def log_sum_exp(x: ArrayLike, axis: int = -1) -> np.ndarray:
     largest = x.max(axis=axis, keepdims=True)
     with np.errstate(over="ignore"):  # x - m overflows only towards -inf, whose exp is 0
         exponentials = np.exp(x - largest)
-    total = exponentials.sum(axis=axis, keepdims=True)  # at least 1
-    return np.squeeze(largest + np.log(total), axis=axis)
+    total = exponentials.sum(axis=axis, keepdims=True, dtype=_total_dtype(x.dtype))  # >= 1
+    return np.squeeze(largest + np.log(total), axis=axis).astype(x.dtype, copy=False)
+
+
+def _total_dtype(dtype: np.dtype | type) -> np.dtype:
+    """The dtype in which :func:`softmax` and :func:`log_sum_exp` add up exponentials of
+    ``dtype``: at least float32.
+
+    NumPy (2.4) adds float16 up in float16 unless told otherwise. Along a contiguous last axis
+    it adds in float32 but rounds the total to float16, which is ``inf`` from 65,520 on; along
+    another axis it adds one slice at a time in float16, where a total of ones stops growing at
+    2,048 (2,048 + 1 rounds back to 2,048).
+
+    Examples
+    --------
+    >>> _total_dtype(np.float16), _total_dtype(np.float32), _total_dtype(np.float64)
+    (dtype('float32'), dtype('float32'), dtype('float64'))
+    """
+    return np.promote_types(dtype, np.float32)
 
 
 def softmax_in_place(scores: np.ndarray, axis: int = -1, temperature: float = 1.0) -> np.ndarray:
@@ -116,7 +138,7 @@ def softmax_in_place(scores: np.ndarray, axis: int = -1, temperature: float = 1.
         if temperature != 1.0:
             scores /= temperature
         np.exp(scores, out=scores)
-    totals = scores.sum(axis=axis, keepdims=True)
+    totals = scores.sum(axis=axis, keepdims=True, dtype=_total_dtype(scores.dtype))
     # A slice whose total is 0 (all -inf, or an empty axis) is all zeros already, and stays
-    # so instead of 0 / 0.
+    # so instead of 0 / 0. A float16 weight is divided in float32 and rounded once.
     return np.divide(scores, totals, out=scores, where=totals > 0)

@@ -198,32 +198,63 @@ def test_glossary_float16_limits():
         assert np.float32(1e-30) * np.float32(1e-10) > 0
 
 
-def test_glossary_stable_softmax_total_goes_wrong_in_numpy_float16_not_in_torch():
+def test_glossary_score_is_scaled_from_chapter_4_on_as_chapter_4_says():
+    """The glossary's "score" agrees with chapter 4, which makes the scaled dot products the
+    scores from there on and calls the unscaled ones dot products in its six steps."""
+    text = definition("score")
+    assert "in chapters 1–3" in text and "from chapter 4 on" in text
+    assert "scaled score" not in text
+    chapter_4 = read_notebook(ROOT / "notebooks" / "04_queries_keys_values.ipynb")
+    prose = " ".join(
+        " ".join(cell.source.split()) for cell in chapter_4.cells if cell.cell_type == "markdown"
+    )
+    assert (
+        "from here on the {term}`scores <score>`, what the softmax is applied to, are the "
+        "scaled dot products" in prose
+    )
+    assert "2. dot products: $s_j" in prose and "giving the scores $s'_j$" in prose
+
+
+def hand_written_softmax(scores: np.ndarray, axis: int = -1) -> np.ndarray:
+    """A stable softmax written by hand with NumPy, as chapter 2 writes it: the total of the
+    exponentials is kept in the scores' dtype."""
+    exponentials = np.exp(scores - scores.max(axis=axis, keepdims=True))
+    return exponentials / exponentials.sum(axis=axis, keepdims=True)
+
+
+def test_glossary_stable_softmax_total_goes_wrong_in_a_float16_sum_not_in_the_libraries():
     """NumPy adds float16 numbers along the last axis in float32 but stores the total as
     float16: a total from 65,520 on overflows (65,519 rounds down to 65,504), and what counts is
     the total, not the number of keys; along another axis it adds in float16, where a total of
-    ones stops at 2,048. torch.softmax keeps the total in float32 along any dimension."""
+    ones stops at 2,048. torch.softmax and selfattn_lib's softmax keep the total in float32
+    along any dimension."""
     text = definition("stable softmax")
     assert "overflows once the total reaches 65,520" in text and "1/2,048 each" in text
+    assert "`selfattn_lib`'s softmax add it up in float32" in text
     assert "long float16 row" not in text, "many keys: length is the Euclidean norm"
     with np.errstate(over="ignore"):
-        assert (softmax(np.zeros(65_519, dtype=np.float16)) == np.float16(1 / 65_519)).all()
-        assert not softmax(np.zeros(65_520, dtype=np.float16)).any()
+        fits = hand_written_softmax(np.zeros(65_519, dtype=np.float16))
+        assert (fits == np.float16(1 / 65_519)).all()
+        assert not hand_written_softmax(np.zeros(65_520, dtype=np.float16)).any()
     spread = np.random.default_rng(0).normal(size=200_000).astype(np.float16)  # (T_k,)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no overflow: the total stays near 5,000
-        assert abs(softmax(spread).astype(np.float64).sum() - 1) < 1e-2
+        assert abs(hand_written_softmax(spread).astype(np.float64).sum() - 1) < 1e-2
     assert np.float16(2_048) + np.float16(1) == 2_048  # a float16 total of ones stops there
     assert np.ones(5_000, dtype=np.float16).sum() == 5_000  # not float16 running sums
     assert (np.ones((5_000, 2), dtype=np.float16).sum(axis=0) == 2_048).all()  # float16 ones
     row = np.zeros(70_000, dtype=np.float16)  # 70,000 equal scores, as the appendix shows
     with np.errstate(over="ignore"):
         assert np.isinf(np.ones(70_000, dtype=np.float16).sum())
-        assert not softmax(row).any(), "the float16 total overflows: every weight 0"
+        assert not hand_written_softmax(row).any(), "the float16 total overflows: every weight 0"
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no overflow, no warning
-        columns = softmax(np.zeros((4_096, 2), dtype=np.float16), axis=0)
-    assert (columns == np.float16(1 / 2_048)).all()
+        columns = hand_written_softmax(np.zeros((4_096, 2), dtype=np.float16), axis=0)
+        assert (columns == np.float16(1 / 2_048)).all()
+        # selfattn_lib's softmax: right along both axes, without a warning
+        assert (softmax(row) == np.float16(1 / 70_000)).all()
+        down = softmax(np.zeros((4_096, 2), dtype=np.float16), axis=0)
+        assert (down == np.float16(1 / 4_096)).all()
     for dtype in (torch.float16, torch.bfloat16):
         weights = torch.softmax(torch.zeros(70_000, dtype=dtype), dim=-1)
         assert torch.allclose(weights.double(), torch.tensor(1 / 70_000).double(), rtol=1e-2)

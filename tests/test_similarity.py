@@ -53,6 +53,20 @@ def test_dot_product_is_bilinear_and_symmetric(seed, size, alpha, beta):
     assert dot_product(a, b) == dot_product(b, a)
 
 
+def test_dot_product_falls_as_the_angle_grows_and_is_scaled_by_both_lengths():
+    # The module docstring: a · b = |a| |b| cos θ, largest at θ = 0 for fixed lengths, falling
+    # as θ grows; a longer vector raises it for cos θ > 0 and lowers it for cos θ < 0.
+    a = np.array([1.5, 0.0])
+    angles = np.radians(np.arange(0, 181, 5))
+    b = np.stack([np.cos(angles), np.sin(angles)], axis=-1)  # (37, 2), each of length 1
+    dots = dot_product(np.broadcast_to(a, b.shape), b)  # (37,)
+    assert np.argmax(dots) == 0 and (np.diff(dots) < 0).all()
+    longer = dot_product(np.broadcast_to(a, b.shape), 2.0 * b)  # (37,)
+    np.testing.assert_allclose(longer, 2.0 * dots)
+    assert (longer > dots)[np.cos(angles) > 1e-12].all()
+    assert (longer < dots)[np.cos(angles) < -1e-12].all()
+
+
 def test_dot_product_rejects_shapes_that_would_broadcast():
     with pytest.raises(ValueError, match=r"a and b must have the same shape.*\(3,\).*\(1, 3\)"):
         dot_product([1.0, 2.0, 3.0], [[1.0, 2.0, 3.0]])

@@ -65,6 +65,13 @@ def test_temperature_divides_the_scores(x, temperature):
     )
 
 
+@PROPERTY_SETTINGS
+@given(score=finite_floats(1.7e308))
+def test_a_row_of_one_finite_score_always_gets_weight_1(score):
+    # Chapter 2's box: whatever the score, even beyond 709.78 where e^x overflows.
+    assert softmax([score]).tolist() == [1.0]
+
+
 def test_hand_checked_values():
     np.testing.assert_allclose(softmax([0.0, np.log(3.0)]), [0.25, 0.75], rtol=1e-15)
     e = np.e
@@ -235,18 +242,77 @@ def test_log_sum_exp_equals_torch_and_survives_large_and_small_scores():
 # --- what chapter 2 says about float16 rows and log-sum-exp --------------------------------
 
 
-def test_a_float16_row_overflows_its_total_beyond_65519_keys_and_comes_out_zeros():
-    with np.errstate(over="ignore"):
-        fits = softmax(np.zeros(65_519, dtype=np.float16))
-        overflows = softmax(np.zeros(65_520, dtype=np.float16))
-    assert (fits > 0).all() and not overflows.any()
+def ch2_float16_softmax(scores, axis=-1):
+    """A softmax written by hand as chapter 2 writes it: its total is added up in float16."""
+    exponentials = np.exp(scores - scores.max(axis=axis, keepdims=True))
+    return exponentials / exponentials.sum(axis=axis, keepdims=True)
 
 
-def test_log_sum_exp_of_a_float16_row_overflows_its_total_beyond_65519_entries_too():
-    # Its docstring states the same limit as softmax's: the sum is added up in float16.
-    assert log_sum_exp(np.zeros(65_519, dtype=np.float16)) == np.float16(np.log(65_504))
+@pytest.mark.parametrize(
+    ("shape", "axis"),
+    [((70_000,), -1), ((3, 70_000), -1), ((70_000, 4), 0), ((2, 70_000, 3), 1), ((4_096, 4), 0)],
+)
+def test_float16_totals_are_added_up_in_float32_along_every_axis(shape, axis):
+    # n equal scores get 1/n each, rounded to float16, and their log-sum-exp is log n: no
+    # overflow (warnings are errors here) and no total stuck at 2,048, whatever the axis.
+    scores = np.zeros(shape, dtype=np.float16)
+    n = shape[axis]
+    weights = softmax(scores, axis=axis)
+    assert weights.dtype == np.float16 and (weights == np.float16(1 / n)).all()
+    in_place = softmax_in_place(scores.copy(), axis=axis)
+    assert (in_place == np.float16(1 / n)).all()
+    lse = log_sum_exp(scores, axis=axis)
+    assert lse.dtype == np.float16 and (lse == np.float16(np.log(n))).all()
+    torch_weights = torch.softmax(torch.from_numpy(scores), dim=axis).numpy()
+    np.testing.assert_array_equal(weights, torch_weights)
+
+
+def test_a_hand_written_softmax_that_adds_up_in_float16_overflows_or_stops_at_2048():
+    # What the library avoids, as chapter 2 and the appendix show it (NumPy as installed):
+    # along the last axis NumPy adds in float32 but rounds the total to float16 (inf from
+    # 65,520 on, 65,519 still fits); along another axis it adds in float16, where a total of
+    # ones stops growing at 2,048.
     with np.errstate(over="ignore"):
-        assert log_sum_exp(np.zeros(65_520, dtype=np.float16)) == np.inf
+        assert (ch2_float16_softmax(np.zeros(65_519, dtype=np.float16)) > 0).all()
+        assert not ch2_float16_softmax(np.zeros(65_520, dtype=np.float16)).any()
+        assert not ch2_float16_softmax(np.zeros(70_000, dtype=np.float16)).any()
+    for shape, axis in [((4_096, 4), 0), ((2, 4_096, 3), 1), ((70_000, 4), 0)]:
+        columns = ch2_float16_softmax(np.zeros(shape, dtype=np.float16), axis=axis)
+        assert (columns == np.float16(1 / 2_048)).all()  # no warning: silently wrong
+    assert (softmax(np.zeros((4_096, 4), dtype=np.float16), axis=0) == np.float16(1 / 4_096)).all()
+
+
+@PROPERTY_SETTINGS
+@given(
+    x=hnp.arrays(
+        np.float16,
+        hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=6),
+        elements=st.floats(-60, 60, width=16),
+    ),
+    data=st.data(),
+)
+def test_float16_weights_match_torch_softmax_to_float16_rounding(x, data):
+    # torch.softmax computes float16 input in float32 and rounds once; the library computes
+    # the exponentials in float16 and only the total in float32: they differ by rounding only.
+    axis = data.draw(st.integers(-x.ndim, x.ndim - 1))
+    weights = softmax(x, axis=axis)
+    assert weights.dtype == np.float16
+    expected = torch.softmax(torch.from_numpy(x), dim=axis).numpy()
+    np.testing.assert_allclose(weights, expected, rtol=2**-9, atol=2**-24)
+
+
+def test_float32_rounding_can_swap_two_neighbouring_scores_float64_did_not_here():
+    # Chapter 2, cell 13: NumPy's float32 exp is not monotone to the last bit (NumPy as
+    # installed, 2.4.6 when measured, on an AVX2 processor), so among 200,000 scores z and the
+    # next float32 above each, some higher score gets a strictly lower weight; a few in 10^4.
+    z = np.random.default_rng(0).uniform(-3, 0, size=200_000).astype(np.float32)
+    rows = np.stack([np.zeros_like(z), z, np.nextafter(z, np.float32(1))], axis=-1)  # (n, 3)
+    weights = softmax(rows)
+    swapped = weights[:, 2] < weights[:, 1]
+    assert 0 < swapped.sum() < 100
+    z64 = z.astype(np.float64)
+    rows64 = np.stack([np.zeros_like(z64), z64, np.nextafter(z64, 1.0)], axis=-1)
+    assert not (softmax(rows64)[:, 2] < softmax(rows64)[:, 1]).any()
 
 
 def test_scores_of_both_signs_near_the_float_limit_overflow_quietly_towards_weight_0():
@@ -256,15 +322,6 @@ def test_scores_of_both_signs_near_the_float_limit_overflow_quietly_towards_weig
     assert np.array_equal(softmax(extreme), [1.0, 0.0])
     assert np.array_equal(softmax(extreme, temperature=0.5), [1.0, 0.0])
     assert log_sum_exp(extreme) == 1.7e308
-
-
-def test_torch_softmax_adds_float16_up_in_float32_where_the_course_returns_zeros():
-    # Chapter 2 measures this with torch 2.13.0 on the CPU: 70,000 float16 zeros.
-    weights = torch.softmax(torch.zeros(70_000, dtype=torch.float16), dim=-1)
-    assert weights.dtype == torch.float16
-    assert (weights.numpy() == np.float16(1 / 70_000)).all()  # 1.4305e-05, the nearest float16
-    with np.errstate(over="ignore"):
-        assert not softmax(np.zeros(70_000, dtype=np.float16)).any()
 
 
 @PROPERTY_SETTINGS

@@ -36,6 +36,7 @@ import html
 import re
 import sys
 import sysconfig
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -450,13 +451,17 @@ WRITE_IT_YOURSELF = (
 
 
 def call_quietly(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """:func:`call` with NumPy's floating-point warnings switched off.
+    """:func:`call` with NumPy's floating-point warnings and every ``RuntimeWarning`` switched
+    off.
 
     Checks feed inputs that make wrong answers overflow or divide 0 by 0 (a naive softmax, a
     missing length check). The checker explains that in words, so no ``RuntimeWarning`` line
-    reaches the notebook's stderr.
+    reaches the notebook's stderr: neither NumPy's floating-point warnings (``np.errstate``)
+    nor one raised otherwise (``np.mean`` of an empty slice, ``math`` or torch code, the
+    learner's own ``warnings.warn``).
     """
-    with np.errstate(all="ignore"):
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
         return call(function, *args, **kwargs)
 
 

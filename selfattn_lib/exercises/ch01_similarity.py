@@ -452,14 +452,24 @@ def check_cosine_similarity_matrix(cosine_similarity_matrix: Callable[..., Any])
         # vectors or over the entries runs its body more often.
         larger = (np.tile(_CH1_X, (4, 2)), np.tile(_CH1_Y, (4, 2)))  # (12, 2D), (20, 2D)
         kit.require_no_python_loop(cosine_similarity_matrix, (_CH1_X, _CH1_Y), larger, name)
+        kit.require_own_code(
+            cosine_similarity_matrix,
+            (_CH1_X, _CH1_Y),
+            (
+                "selfattn_lib.similarity.similarity_matrix",
+                "selfattn_lib.similarity.cosine_similarity",
+            ),
+            name,
+            kit.WRITE_IT_YOURSELF,
+        )
         return f"Your {name} matches the loops, and the checker saw no loop in it."
 
     return kit.run_checks(checks)
 
 
 #: The words check_nearest_neighbour asks about: four without ties, then every word whose
-#: vector has an identical twin (the word itself may then come anywhere among the largest
-#: cosines, so "the second largest" is not the nearest other word).
+#: vector has a parallel or identical twin (cosine 1: the word itself may then come anywhere
+#: among the largest cosines, so "the second largest" is not the nearest other word).
 _CH1_NEAREST_WORDS = ("dog", "bike", "car", "animal", "the", "was", "a", "because", "in", "on")
 
 
@@ -539,9 +549,9 @@ def check_nearest_neighbour(nearest_neighbour: Callable[..., Any]) -> kit.Feedba
                 twins = ""
                 if best >= 1 - 1e-9:
                     twins = (
-                        f". Here {', '.join(map(repr, tied))} have the same vector as {word!r}: "
-                        "among equal cosines a sort may put the word itself anywhere, so the "
-                        "second largest does not leave it out"
+                        f". Here {', '.join(map(repr, tied))} point the same way as {word!r} "
+                        "(cosine 1): among equal cosines a sort may put the word itself "
+                        "anywhere, so the second largest does not leave it out"
                     )
                 raise kit.Mistake(
                     f"{what} returned {word!r} itself: every vector has cosine similarity 1 "
@@ -561,7 +571,7 @@ def check_nearest_neighbour(nearest_neighbour: Callable[..., Any]) -> kit.Feedba
                 apart = np.where(cosines[index] < 1 - 1e-9, cosines[index], -np.inf)
                 if result == words[int(np.argmax(apart))]:
                     raise kit.Mistake(
-                        f"{what} returned {result!r}, but {expected!r} has the same vector as "
+                        f"{what} returned {result!r}, but {expected!r} points the same way as "
                         f"{word!r} (cosine 1): you left out every word with cosine 1, but only "
                         "the word itself must go"
                     )

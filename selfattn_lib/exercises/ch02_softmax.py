@@ -187,6 +187,25 @@ def check_temperature_for_top_weight(
                 f"{target:g} when the scores are MULTIPLIED by it. Softmax with temperature "
                 "divides the scores by τ, so return its inverse"
             )
+        first, second = np.sort(scores)[::-1][:2]
+        for others, condition in (
+            (1, "if the row held only its two largest scores"),
+            (len(scores) - 1, "if every other score equalled the second largest"),
+        ):
+            # The top weight of a row whose `others` other scores all equal the second
+            # largest, 1 / (1 + others · e^(-(z_1 - z_2) / τ)), solved for τ: the formula
+            # of two scores, or of a row whose other scores tie.
+            with np.errstate(all="ignore"):
+                closed_form = (first - second) / np.log(others * target / (1 - target))
+            if len(scores) < 3 or not 0 < closed_form < np.inf:
+                continue
+            if np.isclose(temperature, closed_form, rtol=1e-6):
+                raise kit.Mistake(
+                    f"{what} returned {temperature:.6g}, the temperature at which the top "
+                    f"weight would be {target:g} {condition}: a formula for another row. "
+                    f"Here the top weight is {weight:.6g}. The top weight depends on every "
+                    "score, so search for τ on the whole row (a bisection)"
+                )
         for reordered in (np.sort(scores)[::-1], np.sort(scores)):
             if np.array_equal(reordered, scores):
                 continue
@@ -217,10 +236,11 @@ def check_temperature_for_top_weight(
         hint = (
             " You are close: keep narrowing the interval (about 100 halvings, or until it is "
             "shorter than 1e-12)."
-            if abs(weight - target) < 1e-2
+            if abs(weight - target) < 1e-4
             else " The top weight falls steadily as τ grows, so a bisection finds it: start "
             "from an interval whose ends give top weights on either side of the target "
-            "(widen it until they do), then keep the half on whose ends they still are."
+            "(widen it until they do), then keep the half on whose ends they still are, "
+            "until it is shorter than 1e-12 (about 100 halvings)."
         )
         if scores.max() > 700:
             hint = (

@@ -372,8 +372,9 @@ def feature_products(
     features: Sequence[str],
 ) -> Diagram:
     """Draw dot products feature by feature: the vector of ``word`` times each vector of
-    ``others``, one product per feature (``products``), and each row of products added up
-    (``dot_products``). The figure draws the arrays it is given and computes nothing.
+    ``others``, one product per feature (``products``, the element-wise product, drawn ⊙), and
+    each row of products added up (``dot_products``). The figure draws the arrays it is given
+    and computes nothing.
 
     Shapes
     ------
@@ -411,13 +412,13 @@ def feature_products(
     fmt = _vector_format(inputs)
     return flow(
         Grid(word, vector, rows=[word], cols=list(features), fmt=fmt),
-        "×",
+        "⊙",  # element-wise: "×" between grids is the matrix product (similarity_matrix_diagram)
         Grid(", ".join(others), other_vectors, rows=list(others), cols=list(features), fmt=fmt),
         "=",
         Grid(
             "products",
             products,
-            rows=[f"{word}×{other}" for other in others],
+            rows=[f"{word}⊙{other}" for other in others],
             role="scores",
             note="one product per feature",
         ),

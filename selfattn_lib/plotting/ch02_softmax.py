@@ -207,6 +207,7 @@ def softmax_steps(
             cols=labels,
             role="weights",
             note="sum to one",
+            fmt=".3f",  # as the chapter prints weights: two decimals can tie unequal ones
         ),
         title=title,
     )

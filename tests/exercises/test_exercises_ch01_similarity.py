@@ -5,7 +5,7 @@ checker promises is tested once, over REFERENCES, in test_exercises_registry.py.
 import numpy as np
 import pytest
 
-from selfattn_lib import exercises
+from selfattn_lib import exercises, similarity
 
 
 def ch1_dot_product(a, b):
@@ -681,10 +681,21 @@ def ch1_nearest_removed_from_words_only(word, words, vectors):
     [
         (
             ch1_nearest_second_largest,
-            ["('the', words, vectors) returned 'the' itself", "second largest"],
+            [
+                "('the', words, vectors) returned 'the' itself",
+                "Here 'a', 'because', 'was' point the same way as 'the' (cosine 1)",
+                "second largest",
+            ],
         ),
         (ch1_nearest_second_largest_stable, ["returned 'because' itself", "second largest"]),
-        (ch1_nearest_without_any_twin, ["('the', words", "left out every word with cosine 1"]),
+        (
+            ch1_nearest_without_any_twin,
+            [
+                "('the', words",
+                "but 'a' points the same way as 'the' (cosine 1)",
+                "left out every word with cosine 1",
+            ],
+        ),
         (ch1_nearest_removed_from_words_only, ["one place after the right one", "`vectors`"]),
         (
             lambda word, words, vectors: ch1_cosines_without_self(word, words, vectors).max(),
@@ -780,3 +791,40 @@ def test_ch1_cosine_similarity_blames_the_zero_check_only_for_a_value_error_of_i
     feedback = exercises.check_cosine_similarity(lengths_over_the_wrong_axis)
     assert_ch1_mistake(feedback, "raised ValueError: operands could not be broadcast")
     assert "an entry equal to 0 is fine" not in feedback.message, feedback.message
+
+
+def test_ch1_nearest_neighbour_says_parallel_vectors_point_the_same_way_not_that_they_are_equal():
+    # "a", "because" and "the" are parallel, not equal: the messages say "point the same way".
+    from selfattn_lib import embeddings, similarity
+
+    a, the, because = embeddings.embed(["a", "the", "because"])
+    assert not np.array_equal(a, the) and not np.array_equal(because, the)
+    assert np.isclose(similarity.cosine_similarity(a, the), 1)
+    assert np.isclose(similarity.cosine_similarity(because, the), 1)
+    for answer in (ch1_nearest_second_largest, ch1_nearest_without_any_twin):
+        feedback = exercises.check_nearest_neighbour(answer)
+        assert_ch1_mistake(feedback, "point")
+        assert "same vector" not in feedback.message, feedback.message
+
+
+@pytest.mark.parametrize(
+    ("answer", "called"),
+    [
+        (
+            lambda x, y: similarity.similarity_matrix(x, y, measure="cosine"),
+            "`selfattn_lib.similarity.similarity_matrix`",
+        ),
+        (
+            lambda x, y: similarity.cosine_similarity(
+                *np.broadcast_arrays(x[:, None, :], y[None, :, :])
+            ),
+            "`selfattn_lib.similarity.cosine_similarity`",
+        ),
+    ],
+)
+def test_ch1_cosine_similarity_matrix_turns_down_the_librarys_answer(answer, called):
+    # Right results, but the exercise is to write it: as exercises 1 and 2 of the chapter.
+    feedback = exercises.check_cosine_similarity_matrix(answer)
+    assert_ch1_mistake(
+        feedback, "gives the right result, but it calls", called, "write it yourself"
+    )

@@ -304,6 +304,18 @@ def ch2_bisect_log_tau_without_exp(scores, target):
     return (low + high) / 2  # log τ, not τ
 
 
+def ch2_two_score_formula(scores, target):
+    # σ((z_1 - z_2) / τ) = target, the sigmoid of two scores, used on a row of n
+    first, second = np.sort(scores)[::-1][:2]
+    return (first - second) / np.log(target / (1 - target))
+
+
+def ch2_tied_others_formula(scores, target):
+    # 1 / (1 + (n - 1) e^(-(z_1 - z_2) / τ)) = target: as if the other scores were all z_2
+    first, second = np.sort(scores)[::-1][:2]
+    return (first - second) / np.log((len(scores) - 1) * target / (1 - target))
+
+
 @pytest.mark.parametrize(
     ("answer", "fragments"),
     [
@@ -325,6 +337,25 @@ def ch2_bisect_log_tau_without_exp(scores, target):
             ["τ is too high", "widen it until they do"],
         ),
         (lambda s, t: np.array([ch2_temperature_for_top_weight(s, t)]), ["expected ()"]),
+        (
+            ch2_two_score_formula,
+            [
+                "returned 0.45512,",
+                "if the row held only its two largest scores",
+                "search for τ on the whole row",
+            ],
+        ),
+        (
+            ch2_tied_others_formula,
+            [
+                "returned 0.345976,",
+                "if every other score equalled the second largest",
+            ],
+        ),
+        (
+            lambda s, t: ch2_bisect_temperature(s, t, halvings=10),
+            ["τ is too high", "shorter than 1e-12 (about 100 halvings)"],
+        ),
     ],
 )
 def test_ch2_temperature_for_top_weight_names_more_mistakes(answer, fragments):

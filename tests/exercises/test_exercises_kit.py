@@ -1,6 +1,8 @@
 """Tests of selfattn_lib.exercises._kit: the shared pieces of every checker give the standard
 messages, and one tolerance policy decides what counts as equal."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -42,6 +44,20 @@ def test_call_reports_a_stub_as_not_attempted_and_an_error_with_its_arguments():
 def test_call_quietly_silences_numpys_warnings(recwarn):
     assert np.isnan(kit.call_quietly(lambda: np.float64(0) / np.float64(0)))
     assert not recwarn.list
+
+
+def test_call_quietly_silences_runtime_warnings_raised_outside_numpys_errstate(recwarn):
+    def warns_of_overflow():
+        warnings.warn("overflow encountered in my own exp", RuntimeWarning, stacklevel=1)
+        return 1.0
+
+    assert kit.call_quietly(warns_of_overflow) == 1.0
+    assert np.isnan(kit.call_quietly(np.mean, np.array([])))  # "Mean of empty slice"
+    assert not recwarn.list
+    with pytest.warns(UserWarning, match="not a runtime warning"):  # other kinds still show
+        kit.call_quietly(warnings.warn, "not a runtime warning")
+    with pytest.warns(RuntimeWarning):  # and only inside the call
+        warnings.warn("after the call", RuntimeWarning, stacklevel=1)
 
 
 def test_call_on_copy_catches_a_function_that_changes_its_argument():

@@ -112,6 +112,10 @@ def test_feature_products_draws_each_product_and_each_sum():
         np.testing.assert_allclose(row, alone, rtol=0, atol=0.005 + 1e-12)
     np.testing.assert_array_equal(read_back(diagram.figure, "dog, car"), others)
     assert "cat · word: dog [1.76]; car [0.60]." in diagram.alt
+    # The element-wise product is drawn ⊙: "×" between grids is the matrix product of
+    # similarity_matrix_diagram, and (1 × 8) times (2 × 8) is no matrix product.
+    assert "cat (1 × 8) ⊙ dog, car (2 × 8) = products (2 × 8)" in diagram.alt
+    assert "products: cat⊙dog [0.81, 0.72," in diagram.alt and "cat×" not in diagram.alt
 
 
 def test_diagrams_show_two_decimals_when_the_inputs_are_not_whole_tenths():
