@@ -35,6 +35,31 @@ def test_layer_norm_gives_zero_mean_and_unit_variance_before_gain_and_bias(seed,
     assert np.allclose(normed.var(axis=-1), variance / (variance + eps), rtol=1e-9)
 
 
+def test_layer_norm_forgets_each_tokens_mean_and_scale_so_gain_and_bias_cannot_undo_it():
+    """Chapter 9, *Layer normalization*: LN(a x + b) = LN(x) for every a > 0 and b (up to eps),
+    so tokens that differ only in their mean and scale get one output, and no gain and bias
+    (nor any function of the output) can give them back. Batch norm's per-feature statistics,
+    by contrast, are undone by gain = std and bias = mean."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(1000, 8))  # (T, D)
+    scale, shift = rng.uniform(0.2, 3.0, size=(1000, 1)), rng.normal(size=(1000, 1))
+    gain, bias = rng.normal(size=8), rng.normal(size=8)
+    moved = scale * x + shift  # each token its own scale and mean
+    assert np.allclose(layer_norm(moved, gain, bias, eps=1e-12), layer_norm(x, gain, bias, 1e-12))
+    # The best per-feature gain and bias (least squares) that map LN(moved) back to moved
+    # leave a large part of each feature unexplained.
+    normed = layer_norm(moved, np.ones(8), np.zeros(8))
+    unexplained = []
+    for i in range(8):
+        design = np.stack([normed[:, i], np.ones(len(normed))], axis=1)  # (T, 2)
+        coefficients, *_ = np.linalg.lstsq(design, moved[:, i], rcond=None)
+        residual = design @ coefficients - moved[:, i]
+        unexplained.append(residual.var() / moved[:, i].var())
+    assert min(unexplained) > 0.2
+    batch_normed = (moved - moved.mean(axis=0)) / moved.std(axis=0)  # per feature
+    assert np.allclose(batch_normed * moved.std(axis=0) + moved.mean(axis=0), moved)
+
+
 @PROPERTY_SETTINGS
 @given(seed=seeds, d_model=st.integers(1, 9))
 def test_rms_norm_gives_unit_root_mean_square_and_keeps_the_direction(seed, d_model):

@@ -372,6 +372,50 @@ def test_encoder_stack_equals_torch_transformer_encoder():
     assert [tuple(w.shape) for w in weights] == [(2, 2, 5, 5)] * 3
 
 
+@pytest.mark.parametrize(
+    ("change", "zero_at_the_padding"),
+    [
+        ({}, True),  # chapter 9's case: post-norm, 2 heads, padding at the end, batch_first
+        ({"n_heads": 1}, False),  # an odd number of heads
+        ({"left_padding": True}, False),  # the padding in front
+        ({"batch_first": False}, False),
+        ({"norm_first": True}, False),
+        ({"grad": True}, False),
+    ],
+)
+def test_torch_transformer_encoder_returns_zeros_at_the_padding_only_on_its_fast_path(
+    change, zero_at_the_padding
+):
+    """Chapter 9, *a whole stack, and its padding*: torch 2.13.0's nn.TransformerEncoder (six
+    post-norm layers, D = 8, float64, evaluation mode, no gradients, a src_key_padding_mask)
+    computes the real tokens only and returns 0 at the padding when its fast path's other
+    conditions hold (batch_first=True, an even number of heads, padding at the end); change
+    any one of these and it returns ordinary vectors there."""
+    import warnings
+
+    options = {"n_heads": 2, "left_padding": False, "batch_first": True}
+    options |= {"norm_first": False, "grad": False} | change
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(
+        8, options["n_heads"], 32, batch_first=options["batch_first"],
+        norm_first=options["norm_first"], dtype=torch.float64,
+    )  # fmt: skip
+    real = torch.tensor([[True] * 4, [True, True, False, False]])  # (B, T)
+    if options["left_padding"]:
+        real = real.flip(-1)
+    x = torch.randn(2, 4, 8, dtype=torch.float64)  # (B, T, D)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "enable_nested_tensor is True, but ..."
+        stack = nn.TransformerEncoder(layer, 6).eval()
+        inputs = x if options["batch_first"] else x.transpose(0, 1)
+        with torch.enable_grad() if options["grad"] else torch.no_grad():
+            output = stack(inputs, src_key_padding_mask=~real)
+    if not options["batch_first"]:
+        output = output.transpose(0, 1)
+    at_the_padding = output[~real].abs().max().item()
+    assert (at_the_padding == 0.0) == zero_at_the_padding, at_the_padding
+
+
 def test_pre_norm_stacks_end_with_a_layer_norm():
     assert Encoder(8, 2, 16, 2).norm is None and Decoder(8, 2, 16, 2).norm is None
     assert isinstance(Encoder(8, 2, 16, 2, norm_first=True).norm, nn.LayerNorm)

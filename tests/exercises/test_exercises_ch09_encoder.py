@@ -169,6 +169,31 @@ def ch9_encoder_layer_by_hand(x, params, n_heads, mask, norm_first):
     return x
 
 
+def ch9_encoder_layer_einsum(x, params, n_heads, mask, norm_first):
+    """Layer norm by ** 0.5, the feed-forward network with einsum, a loop over the two
+    sublayers."""
+    from selfattn_lib.multihead import multi_head_attention
+
+    def norm(v, which):
+        centred = v - v.mean(-1, keepdims=True)
+        spread = ((centred**2).mean(-1, keepdims=True) + 1e-5) ** 0.5
+        return centred / spread * params[f"gain_{which}"] + params[f"bias_{which}"]
+
+    def ffn(v):
+        hidden = np.einsum("btd,df->btf", v, params["w_1"]) + params["b_1"]
+        return np.einsum("btf,fd->btd", hidden * (hidden > 0), params["w_2"]) + params["b_2"]
+
+    def attend(v):
+        return multi_head_attention(v, v, params["attention"], n_heads, mask=mask)[0]
+
+    for which, sublayer in ((1, attend), (2, ffn)):
+        if norm_first:
+            x = x + sublayer(norm(x, which))
+        else:
+            x = norm(x + sublayer(x), which)
+    return x
+
+
 @pytest.mark.parametrize(
     ("checker", "answer"),
     [
@@ -180,6 +205,24 @@ def ch9_encoder_layer_by_hand(x, params, n_heads, mask, norm_first):
         ),
         (exercises.check_sublayer_connection, ch9_sublayer_connection_copy),
         (exercises.check_encoder_layer_numpy, ch9_encoder_layer_by_hand),
+        # Second review: more ways to write them right.
+        (
+            exercises.check_rms_norm,
+            lambda x, g, eps: (
+                x * (1 / np.sqrt(np.mean(np.square(x), axis=-1) + eps))[..., None] * g
+            ),
+        ),
+        (
+            exercises.check_rms_norm,
+            lambda x, g, eps: np.apply_along_axis(
+                lambda v: g * v / np.sqrt(v @ v / v.size + eps), -1, x
+            ),
+        ),
+        (
+            exercises.check_sublayer_connection,
+            lambda x, f, n, first: np.add(x, f(n(x))) if first else n(np.add(x, f(x))),
+        ),
+        (exercises.check_encoder_layer_numpy, ch9_encoder_layer_einsum),
     ],
 )
 def test_ch9_checkers_accept_loops_hand_written_attention_and_copies(checker, answer):
@@ -301,6 +344,19 @@ def test_ch9_rms_norm_from_a_torch_module_breaks_the_prompts_rule():
         (
             lambda x, g, eps: x / np.sqrt((x**2).mean(-1) + eps) * g,
             ["lost that axis", "keepdims=True"],
+        ),
+        # Second review: eps squared was told 'eps is missing', a fixed eps 'off at index'.
+        (
+            lambda x, g, eps: x / np.sqrt((x**2).mean(-1, keepdims=True) + eps**2) * g,
+            ["eps is squared"],
+        ),
+        (
+            lambda x, g, eps: x / np.sqrt((x**2).mean(-1, keepdims=True) + 1e-5) * g,
+            ["eps is fixed at 1e-05", "passes eps=1e-06", "use the argument"],
+        ),
+        (
+            lambda x, g, eps: x / np.sqrt((x**2).mean(-1, keepdims=True) + 1e-6) * g,
+            ["eps is fixed at 1e-06", "passes eps=0.0001"],
         ),
     ],
 )

@@ -27,6 +27,12 @@ def ch10_shift_right_in_place_copy(tgt, bos_id):
     return shifted.tolist()
 
 
+def ch10_shift_right_roll_then_bos(tgt, bos_id):
+    shifted = np.roll(tgt, 1, axis=1)
+    shifted[:, 0] = bos_id
+    return shifted
+
+
 def ch10_decoder_self_mask(tgt, pad_id):
     causal = np.tril(np.ones((tgt.shape[1],) * 2, dtype=bool))
     return causal & (tgt != pad_id)[:, None, :]
@@ -129,6 +135,9 @@ CH10_CHECKERS = {
         lambda tgt, bos: np.insert(tgt, 0, bos, axis=1)[:, :-1],
         lambda tgt, bos: np.c_[np.full(len(tgt), bos), tgt[:, :-1]].astype(np.int32),
         lambda tgt, bos: [[bos, *row[:-1]] for row in tgt.tolist()],
+        # Second review: more ways to write it right.
+        lambda tgt, bos: np.hstack([np.full((len(tgt), 1), bos, dtype=tgt.dtype), tgt[:, :-1]]),
+        ch10_shift_right_roll_then_bos,
     ],
     "check_decoder_self_mask": [
         ch10_decoder_self_mask,
@@ -136,6 +145,9 @@ CH10_CHECKERS = {
         lambda tgt, pad: np.logical_and(np.tri(tgt.shape[1], dtype=bool), (tgt != pad)[:, None]),
         lambda tgt, pad: (
             (np.arange(tgt.shape[1])[:, None] >= np.arange(tgt.shape[1])) & (tgt != pad)[:, None, :]
+        ),
+        lambda tgt, pad: (
+            np.tril(np.ones((tgt.shape[1],) * 2, dtype=bool))[None] * (tgt != pad)[:, None, :]
         ),
     ],
     "check_transformer_parameters": [
@@ -157,6 +169,7 @@ CH10_CHECKERS = {
         lambda: {"explanation": "copies its input", "exact_match": np.float32(0.0)},
         lambda: {"explanation": "copies its input", "exact_match": np.array(0.0)},
         lambda: {"explanation": " Copies its  input", "exact_match": 0.0},
+        lambda: {"explanation": "copies its input", "exact_match": np.mean(np.zeros(200, bool))},
     ],
 }
 
@@ -247,6 +260,11 @@ def ch10_overwrite_in_place(tgt, bos_id):
             ["drops the last TWO target tokens"],
         ),
         (lambda tgt, bos: np.insert(tgt, 0, bos)[:-1], ["flattened", "axis 1"]),
+        # Second review: <eos> replaced by <pad> was told only where it is off.
+        (
+            lambda tgt, bos: ch10_shift_right(np.where(tgt == 2, 0, tgt), bos),
+            ["replaces <eos> (id 2 here) by <pad>", "<eos> included"],
+        ),
     ],
 )
 def test_ch10_shift_right_names_typical_mistakes(answer, fragments):
@@ -255,6 +273,13 @@ def test_ch10_shift_right_names_typical_mistakes(answer, fragments):
 
 def ch10_causal(tgt):
     return np.tril(np.ones((tgt.shape[1],) * 2, dtype=bool))
+
+
+def ch10_decoder_self_mask_padding_sees_itself(tgt, pad_id):
+    """Keeps the diagonal for padding queries, so that no row is empty (against NaN)."""
+    mask = ch10_decoder_self_mask(tgt, pad_id)
+    mask |= np.eye(tgt.shape[1], dtype=bool) & (tgt == pad_id)[:, :, None]
+    return mask
 
 
 @pytest.mark.parametrize(
@@ -278,7 +303,7 @@ def ch10_causal(tgt):
         (lambda tgt, pad: ch10_causal(tgt) & (tgt != pad)[:, :, None], ["QUERIES (rows)"]),
         (
             lambda tgt, pad: ch10_decoder_self_mask(tgt, pad) & (tgt != pad)[:, :, None],
-            ["empties the rows of the padding queries"],
+            ["also hides the rows of the padding queries", "nothing more"],
         ),
         (
             lambda tgt, pad: (
@@ -308,6 +333,8 @@ def ch10_causal(tgt):
             ["one token ahead"],
         ),
         (lambda tgt, pad: ch10_decoder_self_mask(tgt, pad).astype(float), ["must be boolean"]),
+        # Second review: the diagonal kept for padding queries was told only where it is off.
+        (ch10_decoder_self_mask_padding_sees_itself, ["padding query attend itself"]),
     ],
 )
 def test_ch10_decoder_self_mask_names_typical_mistakes(answer, fragments):
@@ -365,6 +392,9 @@ def ch10_count_with(**changes):
         (ch10_count_with(extra=lambda v, d: 2 * 5000 * d), ["5000 × D", "positions are computed"]),
         (ch10_count_with(extra=lambda v, d: 512 * d), ["512 × D"]),
         (ch10_count_with(tied_matrices=2), ["output layer reuses the embedding matrix"]),
+        # Second review: W_O without its bias and final norms counted twice were generic.
+        (ch10_count_with(extra=lambda v, d: -6 * 3 * d), ["W_O's bias is missing"]),
+        (ch10_count_with(extra=lambda v, d: 8 * d), ["no final layer norm", "you added 8 D"]),
     ],
 )
 def test_ch10_transformer_parameters_names_typical_mistakes(answer, fragments):
@@ -484,6 +514,8 @@ def ch10_says(explanation, exact_match):
         (ch10_says(None, 0.0), ["choose one of"]),
         (ch10_says("too short", 0.0035), ["did not stop too early"]),
         (ch10_says("copies its input", float("nan")), ["from 0 to 1"]),
+        # Second review: the US spelling was 'not one of the names'.
+        (ch10_says("memorized", 0.0), ["cannot have memorised"]),
     ],
 )
 def test_ch10_break_the_model_names_typical_mistakes(answer, fragments):
