@@ -184,9 +184,10 @@ def check_rotate(rotate: Callable[..., Any]) -> kit.Feedback:
             _NUMPY_ONLY,
         )
         return (
-            "Your rotation is right: row t turns by (start + t) · ω_i. A key is rotated once, "
-            "when it enters the cache, and keeps its angle: the score of a query at m with a "
-            "key at n depends only on n − m, so nothing in the cache needs rotating again."
+            "Your rotation is right: row t turns by (start + t) · ω_i. A key rotated when it "
+            "enters the cache keeps its angle: the score of a query at m with a key at n "
+            "depends on the positions only through n − m, so the cached keys need no rotating "
+            "again."
         )
 
     return kit.run_checks(checks)

@@ -1098,3 +1098,11 @@ def test_ch13_tiled_attention_accepts_other_tilings_and_names_the_order_it_prais
     # FlashAttention-1's order (keys outside) passes too: the message says for which order
     # only q, k, v, the output and the logsumexp cross to main memory.
     assert "in FlashAttention-2's order (a block of queries outside" in feedback.message
+
+
+def test_ch13_rotate_praises_the_offset_property_as_the_chapter_states_it():
+    feedback = exercises.check_rotate(ch13_rotate)
+    assert feedback.passed, feedback.message
+    # The score depends on the two contents too: only the positions enter through n − m.
+    assert "depends on the positions only through n − m" in feedback.message
+    assert "depends only on n − m" not in feedback.message
