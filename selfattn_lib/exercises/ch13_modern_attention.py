@@ -242,7 +242,15 @@ def _ch13_gqa_mistakes(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> list[tupl
     n_rep = n_heads // n_kv_heads
     tiled = [h % n_kv_heads for h in range(n_heads)]
     grouped = [h // n_rep for h in range(n_heads)]
+    by_count = [h // n_kv_heads for h in range(n_heads)]  # divided by H_kv, not by n_rep
     return [
+        (
+            _ch13_gqa(q, k[by_count], v[by_count]) if max(by_count) < n_kv_heads else q * np.nan,
+            f"query head h used key/value head h // H_kv: with H = {n_heads} and H_kv = "
+            f"{n_kv_heads}, query heads 0 … {n_heads - 1} read KV heads {by_count}. Divide by "
+            f"the size of a group, H / H_kv = {n_rep} query heads, not by the number of KV "
+            f"heads: h // (H / H_kv) gives KV heads {grouped}",
+        ),
         (
             _ch13_gqa(q, k, v, heads="tile"),
             f"query head h used key/value head h % H_kv: with H = {n_heads} and H_kv = "

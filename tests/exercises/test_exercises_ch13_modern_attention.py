@@ -1106,3 +1106,18 @@ def test_ch13_rotate_praises_the_offset_property_as_the_chapter_states_it():
     # The score depends on the two contents too: only the positions enter through n − m.
     assert "depends on the positions only through n − m" in feedback.message
     assert "depends only on n − m" not in feedback.message
+
+
+def test_ch13_grouped_query_attention_names_a_division_by_the_number_of_kv_heads():
+    """h // H_kv instead of h // (H / H_kv): the same for H = 4, H_kv = 2, wrong for 6 and 3."""
+
+    def divided_by_kv_count(q, k, v):
+        heads = [h // k.shape[0] for h in range(q.shape[0])]
+        return ch13_gqa_with(heads=lambda x, n_rep: x[heads])(q, k, v)
+
+    assert_ch13_mistake(
+        exercises.check_grouped_query_attention(divided_by_kv_count),
+        "(6, 4, 2), k and v of shape (3, 4, 2))",
+        "query heads 0 … 5 read KV heads [0, 0, 0, 1, 1, 1]",
+        "h // (H / H_kv) gives KV heads [0, 0, 1, 1, 2, 2]",
+    )
