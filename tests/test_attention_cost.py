@@ -79,13 +79,16 @@ def test_pytorch_picks_its_flash_kernel_only_in_the_cases_chapter_11_names():
     """Chapter 11's claim, measured with PyTorch 2.13.0 on a CPU: F.scaled_dot_product_attention
     can run its flash kernel for 4-D inputs with one head size for q, k and v and without
     dropout (a mask or is_causal do not stop it), and then the default call returns its output
-    bit for bit; with D_v ≠ D_k, 3-D inputs or dropout it runs the math kernel."""
+    bit for bit; with D_v ≠ D_k, 3-D inputs, dropout, a batch or head dimension broadcast, or a
+    last dimension of stride 2 it runs the math kernel (so the chapter says "among other
+    conditions")."""
     torch = pytest.importorskip("torch")
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     generator = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(1, 1, 64, 16, generator=generator) for _ in range(3))
+    wide = torch.randn(3, 1, 1, 64, 32, generator=generator)  # sliced to stride 2 below
 
     def flash(*args, **kwargs):
         with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
@@ -98,6 +101,9 @@ def test_pytorch_picks_its_flash_kernel_only_in_the_cases_chapter_11_names():
         ((q, k, v[..., :8]), {}),  # D_v = 8, D_k = 16
         ((q[0], k[0], v[0]), {}),  # 3-D
         ((q, k, v), {"dropout_p": 0.1}),
+        ((q.expand(2, 1, 64, 16).clone(), k, v), {}),  # a batch of 2 against k, v of 1
+        ((q.expand(1, 4, 64, 16).clone(), k, v), {}),  # 4 heads against 1 (no enable_gqa)
+        (tuple(x[..., ::2] for x in wide), {}),  # last dimension of stride 2
     ):
         with pytest.warns(UserWarning), pytest.raises(RuntimeError, match="No available kernel"):
             flash(*args, **kwargs)

@@ -45,6 +45,9 @@ def check_longest_sequence(longest_sequence: Callable[..., Any]) -> kit.Feedback
         (24 * 2**30, 2, 16, 2),
         (1000, 1, 1, 8),  # 125 float64 numbers: T = 11
         (9950, 1, 1, 1),  # √9950 = 99.75: rounded to the nearest, 100 would not fit
+        # 399 / 4 = 99.75 scores: rounded up (or to the nearest) before the square root, 100
+        # gives T = 10, whose 400 bytes do not fit. Last: the slips above fail earlier cases.
+        (399, 1, 1, 4),
     )
 
     def needed(t: int, batch: int, heads: int, size: int) -> int:
@@ -59,8 +62,18 @@ def check_longest_sequence(longest_sequence: Callable[..., Any]) -> kit.Feedback
             )
             if got == expected:
                 continue
-            root = math.sqrt(memory / (batch * heads * size))
+            quotient = memory / (batch * heads * size)
+            root = math.sqrt(quotient)
             hints = [
+                (
+                    math.isqrt(math.ceil(quotient)),
+                    f"M / (B · H · bytes) = {quotient:g} was rounded up to "
+                    f"{math.ceil(quotient)} before the square root (math.ceil, or round), and "
+                    f"T = {math.isqrt(math.ceil(quotient))} needs "
+                    f"{needed(math.isqrt(math.ceil(quotient)), batch, heads, size):,} bytes, "
+                    f"more than {memory:,}: the whole matrix must fit, so round the quotient "
+                    "down (integer division, memory // (batch * heads * bytes))",
+                ),
                 (
                     math.isqrt(memory // (batch * heads)),
                     "you counted numbers, not bytes: each number takes bytes_per_number bytes",
@@ -268,6 +281,20 @@ def check_attend_with_cache(attend_with_cache: Callable[..., Any]) -> kit.Feedba
             got, expected, _ch11_cache_mistakes(*new, old_k, old_v), what
         ):
             kit.assert_close(got, expected, f"{what}, the output,")
+        as_keys, as_values = (
+            kit.values_like(v_cache, k[:, : t + 1]),
+            kit.values_like(k_cache, v[:, : t + 1]),
+        )
+        if (
+            as_keys is not None
+            and as_values is not None
+            and kit.equal(as_keys, k[:, : t + 1])
+            and kit.equal(as_values, v[:, : t + 1])
+        ):
+            raise kit.Mistake(
+                f"{what} returned the caches in the order (v_cache, k_cache): its k_cache has "
+                f"D_v = {d_v} columns and holds the values. Return (output, k_cache, v_cache)"
+            )
         for cache, full, label in ((k_cache, k, "k_cache"), (v_cache, v, "v_cache")):
             expected_cache = full[:, : t + 1]
             shape = np.shape(cache) if cache is not None else None
@@ -307,8 +334,9 @@ def check_attend_with_cache(attend_with_cache: Callable[..., Any]) -> kit.Feedba
             "the exercise asks for NumPy only, without selfattn_lib",
         )
         return (
-            "Your cached step is right: token by token it gives exactly the rows of causal "
-            "attention over the whole sequence, and the caches grow by one position per step."
+            "Your cached step is right: token by token it gives the rows of causal attention "
+            "over the whole sequence, up to rounding, and the caches grow by one position per "
+            "step."
         )
 
     return kit.run_checks(checks)
@@ -465,8 +493,9 @@ def check_merge_softmax_states(merge_states: Callable[..., Any]) -> kit.Feedback
             kit.WRITE_IT_YOURSELF,
         )
         return (
-            "Your merge is right: rescale both states to the larger maximum and add. It is "
-            "associative, so blocks can be merged in any grouping — on a GPU, in parallel."
+            "Your merge is right: both states measured from one reference point (the larger "
+            "maximum, for example) and added. It is associative, so blocks can be merged in any "
+            "grouping — on a GPU, in parallel."
         )
 
     return kit.run_checks(checks)
@@ -745,7 +774,9 @@ def check_causal_blocked_attention(causal_blocked_attention: Callable[..., Any])
     below the diagonal need (``n = T / block_size``: a tile in the future, or one computed
     twice) is turned down, and so is one that makes a product larger than one
     ``block_size × block_size`` tile, or that runs as many lines of Python for
-    ``block_size = 4`` as for one block of all ``T = 16`` queries (``block_size`` unused).
+    ``block_size = 4`` as for one block of all ``T = 16`` queries (``block_size`` unused), or
+    whose largest product is no more than one query against a block of keys
+    (``block_size · D_k``: the queries not cut into blocks).
     One whose products the checker cannot follow (numbers taken out of ``k`` as Python lists)
     is told so.
 
@@ -859,6 +890,14 @@ def check_causal_blocked_attention(causal_blocked_attention: Callable[..., Any])
                 f"(block_size² · D_k = {tile:,}): it scores many keys together instead of one "
                 "tile at a time. Fold each tile into the running maximum, sum and accumulator "
                 "(online softmax), then take the next"
+            )
+        if tally.largest <= block_size * d_k:
+            raise kit.Mistake(
+                f"{right} made no product of more than {tally.largest} multiplications with the "
+                f"keys, one row or one column of a {block_size} × {block_size} tile "
+                f"(block_size · D_k = {block_size * d_k}): it scores one query (or one key) at a "
+                "time. Cut the queries into blocks too, and score a block of queries against a "
+                "block of keys in one product, one tile"
             )
 
     def checks() -> str:

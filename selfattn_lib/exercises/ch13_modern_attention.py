@@ -184,9 +184,10 @@ def check_rotate(rotate: Callable[..., Any]) -> kit.Feedback:
             _NUMPY_ONLY,
         )
         return (
-            "Your rotation is right: row t turns by (start + t) · ω_i. A key is rotated once, "
-            "when it enters the cache, and keeps its angle: the score of a query at m with a "
-            "key at n depends only on n − m, so nothing in the cache needs rotating again."
+            "Your rotation is right: row t turns by (start + t) · ω_i. A key rotated when it "
+            "enters the cache keeps its angle: the score of a query at m with a key at n "
+            "depends on the positions only through n − m, so the cached keys need no rotating "
+            "again."
         )
 
     return kit.run_checks(checks)
@@ -241,7 +242,15 @@ def _ch13_gqa_mistakes(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> list[tupl
     n_rep = n_heads // n_kv_heads
     tiled = [h % n_kv_heads for h in range(n_heads)]
     grouped = [h // n_rep for h in range(n_heads)]
+    by_count = [h // n_kv_heads for h in range(n_heads)]  # divided by H_kv, not by n_rep
     return [
+        (
+            _ch13_gqa(q, k[by_count], v[by_count]) if max(by_count) < n_kv_heads else q * np.nan,
+            f"query head h used key/value head h // H_kv: with H = {n_heads} and H_kv = "
+            f"{n_kv_heads}, query heads 0 … {n_heads - 1} read KV heads {by_count}. Divide by "
+            f"the size of a group, H / H_kv = {n_rep} query heads, not by the number of KV "
+            f"heads: h // (H / H_kv) gives KV heads {grouped}",
+        ),
         (
             _ch13_gqa(q, k, v, heads="tile"),
             f"query head h used key/value head h % H_kv: with H = {n_heads} and H_kv = "
@@ -694,8 +703,10 @@ def check_tiled_attention(tiled_attention: Callable[..., Any]) -> kit.Feedback:
     at once is turned down. From ``T_q = 1024`` to ``4096`` queries (``T_k = 64``,
     ``block_size = 32``) the memory held must grow by less than ``8 · block_size`` bytes a
     query: tiles of all the queries against a block of keys (chapter 11's ``blocked_attention``)
-    are turned down. Last, more lines must run in blocks of 4 than in one block of 16 (a
-    ``block_size`` that is ignored is turned down). The order of the loops is not checked.
+    are turned down. Within one block of 16 queries (``T_k = 32``), 16 queries must run no
+    more lines of Python than 4: one query at a time against the blocks of keys is turned down.
+    Last, more lines must run in blocks of 4 than in one block of 16 (a ``block_size`` that is
+    ignored is turned down). The order of the loops is not checked.
 
     Shapes
     ------
@@ -822,6 +833,27 @@ def check_tiled_attention(tiled_attention: Callable[..., Any]) -> kit.Feedback:
                 "block_size × block_size whatever T_q"
             )
 
+    def check_query_rows() -> None:
+        """Blocks of queries, by behaviour: within one block of queries (block_size = 16,
+        T_k = 32), 16 queries run no more lines of Python than 4."""
+        block_size, d = 16, 2
+        q = rng.normal(size=(block_size, d))
+        k, v = rng.normal(size=(2 * block_size, d)), rng.normal(size=(2 * block_size, d))
+        lines = {
+            t_q: kit.python_lines(tiled_attention, q[:t_q].copy(), k, v, block_size)
+            for t_q in (4, block_size)
+        }
+        if lines[block_size] > lines[4]:
+            raise kit.Mistake(
+                f"the results are right, but {name} ran {lines[4]} lines of Python for 4 "
+                f"queries and {lines[block_size]} for {block_size}, all in one block "
+                f"(block_size = {block_size}, T_k = {2 * block_size}): it takes the queries "
+                "one at a time, so every block of keys is read again for each query (on a GPU, "
+                "K and V would cross from main memory once per query, not once per block of "
+                "queries). Score a block of block_size queries against a block of keys in one "
+                "product, a block_size × block_size tile"
+            )
+
     def check_block_size_used() -> None:
         """block_size used, by behaviour: more lines of Python run in blocks of 4 than in one
         block of all 16 queries and keys."""
@@ -849,12 +881,14 @@ def check_tiled_attention(tiled_attention: Callable[..., Any]) -> kit.Feedback:
         )
         check_key_blocks()
         check_query_blocks()
+        check_query_rows()
         check_block_size_used()
         return (
             "Your tiled forward pass is right: tile by tile, it holds far less than a strip of "
-            "scores at once, memory that does not grow with T². On a GPU the tiles live in the "
-            "fast on-chip memory, and only q, k, v, the output and the logsumexp cross to main "
-            "memory."
+            "scores at once, memory that does not grow with T². On a GPU, in FlashAttention-2's "
+            "order (a block of queries outside, its blocks of keys inside), the tiles and the "
+            "block's running state live in the fast on-chip memory, and only q, k, v, the "
+            "output and the logsumexp cross to main memory."
         )
 
     return kit.run_checks(checks)

@@ -461,7 +461,14 @@ def fast_and_slow_memory(
         )
         boxes = (
             ("slow", "slow memory (main memory)", slow, slow_top, slow_height, "#f2f2f2"),
-            ("fast", "fast memory (cache, on-chip)", fast, fast_top, fast_height, "#e6f0f7"),
+            (
+                "fast",
+                "fast memory (on-chip: SRAM, CPU caches)",
+                fast,
+                fast_top,
+                fast_height,
+                "#e6f0f7",
+            ),
         )
         described = []
         for memory, label, entries, top, box_height, fill in boxes:

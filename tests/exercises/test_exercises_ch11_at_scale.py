@@ -2,6 +2,8 @@
 the mistake in typical wrong answers and accepts the usual correct alternatives. What every
 checker promises is tested once, over REFERENCES, in test_exercises_registry.py."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -672,7 +674,8 @@ def ch11_keys_outside(q, k, v, block_size):
 
 
 def ch11_one_query_with_key_blocks(q, k, v, block_size):
-    """Query blocks of one row, each with online softmax over blocks of keys."""
+    """Query blocks of one row, each with online softmax over blocks of keys: the queries are
+    not cut into blocks as the prompt asks (turned down since the third review, below)."""
     out = np.zeros((len(q), v.shape[1]))
     for i in range(len(q)):
         m, total, acc = -np.inf, 0.0, np.zeros(v.shape[1])
@@ -697,7 +700,6 @@ def ch11_one_query_with_key_blocks(q, k, v, block_size):
         ),
         lambda q, k, v, b: ch11_causal_blocked_attention(q, np.array(k, dtype=np.float32), v, b),
         ch11_keys_outside,
-        ch11_one_query_with_key_blocks,
         lambda q, k, v, b: ch11_causal_blocked_attention(q, k, v, b).tolist(),
     ],
 )
@@ -895,3 +897,109 @@ def test_ch11_attend_with_cache_in_pytorch_breaks_the_prompts_rule():
     feedback = exercises.check_attend_with_cache(with_torch)
     assert feedback.attempted and not feedback.passed
     assert "but it calls `torch." in feedback.message, feedback.message
+
+
+# --- The third review's cases -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda m, b, h, n: math.isqrt(math.ceil(m / (b * h * n))),
+        lambda m, b, h, n: math.isqrt(round(m / (b * h * n))),
+        lambda m, b, h, n: int(np.sqrt(np.ceil(m / (b * h * n)))),
+    ],
+)
+def test_ch11_longest_sequence_names_the_quotient_rounded_up_before_the_root(answer):
+    assert_ch11_mistake(
+        exercises.check_longest_sequence(answer),
+        "(399, 1, 1, 4) returned 10, expected 9",
+        "= 99.75 was rounded up to 100 before the square root",
+        "T = 10 needs 400 bytes, more than 399",
+        "round the quotient down",
+    )
+
+
+def test_ch11_longest_sequence_accepts_a_quotient_cut_down():
+    import math
+
+    def truncated(memory_bytes, batch, heads, bytes_per_number):
+        return math.isqrt(int(memory_bytes / (batch * heads * bytes_per_number)))
+
+    def root_of_the_floor(memory_bytes, batch, heads, bytes_per_number):
+        return int(math.sqrt(memory_bytes // (batch * heads * bytes_per_number)))
+
+    for answer in (truncated, root_of_the_floor):
+        feedback = exercises.check_longest_sequence(answer)
+        assert feedback.passed, feedback.message
+
+
+def test_ch11_attend_with_cache_names_the_caches_returned_in_the_wrong_order():
+    def swapped(q_new, k_new, v_new, k_cache, v_cache):
+        output, keys, values = ch11_attend_with_cache(q_new, k_new, v_new, k_cache, v_cache)
+        return output, values, keys
+
+    feedback = exercises.check_attend_with_cache(swapped)
+    assert_ch11_mistake(
+        feedback, "returned the caches in the order (v_cache, k_cache)", "D_v = 3 columns"
+    )
+    assert "append along the time axis" not in feedback.message
+    # The success message says what the checker compares: the rows up to rounding.
+    passed = exercises.check_attend_with_cache(ch11_attend_with_cache)
+    assert "up to rounding" in passed.message and "exactly" not in passed.message
+
+
+def test_ch11_merge_states_praises_any_reference_point():
+    def from_the_log_sum_exp(state_a, state_b):
+        """Both states measured from their log-sum-exp (l = 1), then merged."""
+        (m_a, l_a, acc_a), (m_b, l_b, acc_b) = state_a, state_b
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lse_a, lse_b = m_a + np.log(l_a), m_b + np.log(l_b)
+            lse = np.logaddexp(lse_a, lse_b)
+            share_a = np.where(np.isneginf(lse_a), 0.0, np.exp(lse_a - lse))
+            share_b = np.where(np.isneginf(lse_b), 0.0, np.exp(lse_b - lse))
+            out_a = np.where(l_a[:, None] > 0, acc_a / l_a[:, None], 0.0)
+            out_b = np.where(l_b[:, None] > 0, acc_b / l_b[:, None], 0.0)
+        empty = np.isneginf(lse)
+        acc = np.where(empty[:, None], 0.0, out_a * share_a[:, None] + out_b * share_b[:, None])
+        return lse, np.where(empty, 0.0, 1.0), acc
+
+    feedback = exercises.check_merge_softmax_states(from_the_log_sum_exp)
+    assert feedback.passed, feedback.message
+    assert "one reference point (the larger maximum, for example)" in feedback.message
+
+
+def ch11_blocked_one_key_at_a_time(q, k, v, block_size):
+    """Queries in blocks, but each block walks its keys one by one."""
+    output = np.empty((len(q), v.shape[1]))
+    for q_start in range(0, len(q), block_size):
+        rows = np.arange(q_start, min(q_start + block_size, len(q)))
+        m, total = np.full(rows.size, -np.inf), np.zeros(rows.size)
+        acc = np.zeros((rows.size, v.shape[1]))
+        for j in range(rows[-1] + 1):
+            scores = np.where(j <= rows, q[rows] @ k[j] / np.sqrt(q.shape[1]), -np.inf)
+            m_new = np.maximum(m, scores)
+            correction, weights = np.exp(m - m_new), np.exp(scores - m_new)
+            total = total * correction + weights
+            acc = acc * correction[:, None] + weights[:, None] * v[j]
+            m = m_new
+        output[rows] = acc / total[:, None]
+    return output
+
+
+@pytest.mark.parametrize("answer", [ch11_one_query_with_key_blocks, ch11_blocked_one_key_at_a_time])
+def test_ch11_causal_blocked_attention_names_rows_or_columns_instead_of_tiles(answer):
+    assert_ch11_mistake(
+        exercises.check_causal_blocked_attention(answer),
+        "made no product of more than 32 multiplications with the keys",
+        "it scores one query (or one key) at a time",
+        "Cut the queries into blocks too",
+    )
+
+
+def test_ch11_causal_blocked_attention_accepts_a_python_loop_over_a_tiles_rows():
+    """One product per tile, then a Python loop over its rows (to mask them, say): the queries
+    are in blocks, whatever the lines of Python."""
+    answer = ch11_blocked_scored_by(lambda a, b: np.stack([row for row in a @ b.T]))
+    feedback = exercises.check_causal_blocked_attention(answer)
+    assert feedback.passed, feedback.message

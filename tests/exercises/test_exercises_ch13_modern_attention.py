@@ -1007,3 +1007,117 @@ def test_ch13_tiled_attention_names_tiles_without_query_blocks_and_an_unused_blo
     answer, fragments
 ):
     assert_ch13_mistake(exercises.check_tiled_attention(answer), *fragments)
+
+
+# --- The third review's cases -------------------------------------------------------------------
+
+
+def ch13_one_query_at_a_time(q, k, v, block_size):
+    """Blocks of keys but no blocks of queries: each query alone against one key block after
+    the other (K and V read once per query)."""
+    output, logsumexp = np.empty((len(q), v.shape[1])), np.empty(len(q))
+    for i, row in enumerate(q):
+        m, total, acc = -np.inf, 0.0, np.zeros(v.shape[1])
+        for k_start in range(0, len(k), block_size):
+            scores = k[k_start : k_start + block_size] @ row / np.sqrt(len(row))  # (b,)
+            m_new = max(m, scores.max())
+            weights, correction = np.exp(scores - m_new), np.exp(m - m_new)
+            total = total * correction + weights.sum()
+            acc = acc * correction + weights @ v[k_start : k_start + block_size]
+            m = m_new
+        output[i], logsumexp[i] = acc / total, m + np.log(total)
+    return output, logsumexp
+
+
+def ch13_query_blocks_walked_row_by_row(q, k, v, block_size):
+    """Blocks of queries in the outer loop, but each block's queries taken one by one."""
+    output, logsumexp = np.empty((len(q), v.shape[1])), np.empty(len(q))
+    for q_start in range(0, len(q), block_size):
+        for i in range(q_start, min(q_start + block_size, len(q))):
+            out, lse = ch13_tiled_attention(q[i : i + 1], k, v, block_size)
+            output[i], logsumexp[i] = out[0], lse[0]
+    return output, logsumexp
+
+
+def ch13_query_blocks_and_wider_key_blocks(q, k, v, block_size):
+    """Blocks of block_size queries against blocks of 2 · block_size keys: still tiles."""
+    output, logsumexp = np.empty((len(q), v.shape[1])), np.empty(len(q))
+    for q_start in range(0, len(q), block_size):
+        q_block = q[q_start : q_start + block_size]
+        m, total = np.full(len(q_block), -np.inf), np.zeros(len(q_block))
+        acc = np.zeros((len(q_block), v.shape[1]))
+        for k_start in range(0, len(k), 2 * block_size):
+            keys = slice(k_start, k_start + 2 * block_size)
+            scores = q_block @ k[keys].T / np.sqrt(q.shape[1])
+            m_new = np.maximum(m, scores.max(axis=1))
+            correction, weights = np.exp(m - m_new), np.exp(scores - m_new[:, None])
+            total = total * correction + weights.sum(axis=1)
+            acc = acc * correction[:, None] + weights @ v[keys]
+            m = m_new
+        output[q_start : q_start + block_size] = acc / total[:, None]
+        logsumexp[q_start : q_start + block_size] = m + np.log(total)
+    return output, logsumexp
+
+
+def ch13_tiled_with_logaddexp(q, k, v, block_size):
+    """The output kept normalised, with the running logsumexp updated by np.logaddexp."""
+    outputs, log_totals = [], []
+    for q_start in range(0, len(q), block_size):
+        q_block = q[q_start : q_start + block_size]
+        out, lse = np.zeros((len(q_block), v.shape[1])), np.full(len(q_block), -np.inf)
+        for k_start in range(0, len(k), block_size):
+            scores = q_block @ k[k_start : k_start + block_size].T / np.sqrt(q.shape[1])
+            new = np.logaddexp(lse, np.logaddexp.reduce(scores, axis=1))
+            out = (
+                out * np.exp(lse - new)[:, None]
+                + np.exp(scores - new[:, None]) @ v[k_start : k_start + block_size]
+            )
+            lse = new
+        outputs.append(out)
+        log_totals.append(lse)
+    return np.concatenate(outputs), np.concatenate(log_totals)
+
+
+@pytest.mark.parametrize("answer", [ch13_one_query_at_a_time, ch13_query_blocks_walked_row_by_row])
+def test_ch13_tiled_attention_names_queries_taken_one_at_a_time(answer):
+    assert_ch13_mistake(
+        exercises.check_tiled_attention(answer),
+        "lines of Python for 4 queries and",
+        "all in one block (block_size = 16, T_k = 32): it takes the queries one at a time",
+        "once per query, not once per block of queries",
+    )
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [ch13_query_blocks_and_wider_key_blocks, ch13_tiled_with_logaddexp, ch13_tiled_keys_outside],
+)
+def test_ch13_tiled_attention_accepts_other_tilings_and_names_the_order_it_praises(answer):
+    feedback = exercises.check_tiled_attention(answer)
+    assert feedback.passed, feedback.message
+    # FlashAttention-1's order (keys outside) passes too: the message says for which order
+    # only q, k, v, the output and the logsumexp cross to main memory.
+    assert "in FlashAttention-2's order (a block of queries outside" in feedback.message
+
+
+def test_ch13_rotate_praises_the_offset_property_as_the_chapter_states_it():
+    feedback = exercises.check_rotate(ch13_rotate)
+    assert feedback.passed, feedback.message
+    # The score depends on the two contents too: only the positions enter through n − m.
+    assert "depends on the positions only through n − m" in feedback.message
+    assert "depends only on n − m" not in feedback.message
+
+
+def test_ch13_grouped_query_attention_names_a_division_by_the_number_of_kv_heads():
+    """h // H_kv instead of h // (H / H_kv): the same for H = 4, H_kv = 2, wrong for 6 and 3."""
+
+    def divided_by_kv_count(q, k, v):
+        heads = [h // k.shape[0] for h in range(q.shape[0])]
+        return ch13_gqa_with(heads=lambda x, n_rep: x[heads])(q, k, v)
+
+    assert_ch13_mistake(
+        exercises.check_grouped_query_attention(divided_by_kv_count),
+        "(6, 4, 2), k and v of shape (3, 4, 2))",
+        "query heads 0 … 5 read KV heads [0, 0, 0, 1, 1, 1]",
+        "h // (H / H_kv) gives KV heads [0, 0, 1, 1, 2, 2]",
+    )
