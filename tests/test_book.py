@@ -265,9 +265,9 @@ def test_glossary_stable_softmax_total_goes_wrong_in_a_float16_sum_not_in_the_li
 def test_glossary_rank_collapse_residuals_slow_it_layer_norm_does_not_stop_it():
     """48 random layers of attention and feed-forward networks (D = 32, 4 heads, 8 tokens) at
     PyTorch's default initialisation: the tokens' relative spread shrinks with residual
-    connections, with post-LN as without layer normalization, and more slowly with pre-LN."""
+    connections, with post-norm as without layer normalization, and more slowly with pre-norm."""
     text = definition("rank collapse")
-    assert "do not stop it" in text and "more slowly with pre-LN" in text
+    assert "relative to their size" in text and "more slowly with pre-norm" in text
     torch.manual_seed(0)
     d_model, n_layers = 32, 48
     attentions = [
@@ -297,19 +297,19 @@ def test_glossary_rank_collapse_residuals_slow_it_layer_norm_does_not_stop_it():
         h = x
         with torch.no_grad():
             for attention, ffn in zip(attentions, ffns, strict=True):
-                if variant == "pre-LN":
+                if variant == "pre-norm":
                     z = norm(h)
                     h = h + attention(z, z, z, need_weights=False)[0]
                     h = h + ffn(norm(h))
                 else:
-                    after = norm if variant == "post-LN" else identity
+                    after = norm if variant == "post-norm" else identity
                     h = after(h + attention(h, h, h, need_weights=False)[0])
                     h = after(h + ffn(h))
         return spread(h)
 
-    start, residual, post, pre = spread(x), run("residual"), run("post-LN"), run("pre-LN")
+    start, residual, post, pre = spread(x), run("residual"), run("post-norm"), run("pre-norm")
     assert residual < start / 4 and post < start / 4, "the collapse still comes"
-    assert pre > 2 * max(residual, post), "pre-LN slows it"
+    assert pre > 2 * max(residual, post), "pre-norm slows it"
 
 
 def test_glossary_arg_max_with_ties_shares_the_weight():
