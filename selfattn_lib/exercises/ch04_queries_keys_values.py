@@ -196,13 +196,28 @@ def check_one_query_attention(one_query_attention: Callable[..., Any]) -> kit.Fe
         counted = kit.multiplications_with(
             one_query_attention, (x, 2, w_q, w_k, w_v), index=2, depth=d
         )
-        if counted > d * d_k:
-            raise kit.Mistake(
+        one_query = d * d_k
+        if counted > one_query:
+            right = (
                 f"the result is right, but the checker counts {counted} multiplications with "
-                f"w_q in {name}(x, 2, w_q, w_k, w_v), at D = {d} for each number a matrix "
-                f"product with w_q gives: projecting one token takes D · d_k = {d * d_k}, "
-                f"projecting all {n_tokens} (every query, Q = X W_Q) {n_tokens * d * d_k}. "
-                "Query 2 needs only its own query vector, x[2] @ w_q"
+                f"w_q in {name}(x, 2, w_q, w_k, w_v), at D = {d} for each number a product "
+                f"with w_q gives, where query 2's own vector, x[2] @ w_q, takes D · d_k = "
+                f"{one_query}"
+            )
+            if counted == n_tokens * one_query:
+                raise kit.Mistake(
+                    f"{right}: {counted} is the work of projecting all {n_tokens} tokens (every "
+                    "query, Q = X W_Q). Project only the query you need"
+                )
+            if counted % one_query == 0:
+                raise kit.Mistake(
+                    f"{right}: {counted} is the work of {counted // one_query} query vectors. "
+                    "Compute query 2's once, and no other"
+                )
+            raise kit.Mistake(
+                f"{right}, and your other products with w_q (such as w_q @ w_k.T, whose "
+                f"{d} × {d} numbers count {d} each) are work the prompt does not ask for: "
+                "compute that one query vector, then score the keys with it"
             )
         return (
             "All six steps are right: project, take the dot product with every key, divide by "

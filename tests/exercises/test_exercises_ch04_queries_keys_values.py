@@ -122,6 +122,20 @@ def ch4_w_times_x(x, i, w_q, w_k, w_v):
     return weights @ v, weights
 
 
+def ch4_project_all_then_one(x, i, w_q, w_k, w_v, project):
+    """Right, but ``project(w_q)`` makes every token's query to use one of them."""
+    q = project(w_q)[i]  # (D_k,), one row of (T, D_k)
+    weights = ch4_softmax((x @ w_k) @ q / np.sqrt(len(q)))
+    return weights @ (x @ w_v), weights
+
+
+def ch4_query_twice(x, i, w_q, w_k, w_v):
+    d_k = len(x[i] @ w_q)  # the query made once to read its size ...
+    q = x[i] @ w_q  # ... and again to use it
+    weights = ch4_softmax((x @ w_k) @ q / np.sqrt(d_k))
+    return weights @ (x @ w_v), weights
+
+
 CH4_ONE_QUERY_MISTAKES = {
     "every query projected": (ch4_every_query, ("counts 60 multiplications with w_q",)),
     "no division by √d_k": (ch4_scaled_by(lambda x, q: 1.0), ("did not divide",)),
@@ -193,8 +207,36 @@ CH4_ONE_QUERY_MISTAKES = {
         lambda x, i, w_q, w_k, w_v: (lambda w: (w @ (x @ w_v), w))(
             ch4_softmax(x[i] @ (w_q @ w_k.T) @ x.T / np.sqrt(w_q.shape[1]))
         ),
-        # w_q @ w_k.T gives D × D = 16 numbers, counted at D = 4 each.
-        ("counts 64 multiplications with w_q", "at D = 4 for each number", "x[2] @ w_q"),
+        # w_q @ w_k.T gives D × D = 16 numbers, counted at D = 4 each. It never projects
+        # every token, and the message no longer says so (review round 3, finding 16).
+        (
+            "counts 64 multiplications with w_q",
+            "at D = 4 for each number",
+            "x[2] @ w_q",
+            "such as w_q @ w_k.T",
+        ),
+    ),
+    # The common NumPy idioms for Q = X W_Q, then one row of it (review round 3, finding 1:
+    # the method .dot and np.asarray were not followed, and these passed).
+    "every query projected with x.dot(w_q)": (
+        lambda x, i, w_q, w_k, w_v: ch4_project_all_then_one(x, i, w_q, w_k, w_v, x.dot),
+        ("counts 60 multiplications", "projecting all 5 tokens"),
+    ),
+    "every query projected through np.asarray(w_q)": (
+        lambda x, i, w_q, w_k, w_v: ch4_project_all_then_one(
+            x, i, np.asarray(w_q), w_k, w_v, lambda w: x @ w
+        ),
+        ("counts 60 multiplications", "projecting all 5 tokens"),
+    ),
+    "every query projected with np.array(x) and np.dot": (
+        lambda x, i, w_q, w_k, w_v: ch4_project_all_then_one(
+            x, i, w_q, w_k, w_v, lambda w: np.dot(np.array(x), np.array(w))
+        ),
+        ("counts 60 multiplications", "projecting all 5 tokens"),
+    ),
+    "the query vector computed twice": (
+        ch4_query_twice,
+        ("counts 24 multiplications", "the work of 2 query vectors", "once"),
     ),
 }
 
@@ -209,8 +251,19 @@ def ch4_one_query_loops(x, i, w_q, w_k, w_v):
     return output, weights
 
 
+def ch4_one_query_as_arrays(x, i, w_q, w_k, w_v):
+    x, w_q, w_k, w_v = (np.asarray(a, dtype=float) for a in (x, w_q, w_k, w_v))
+    q = x[i].dot(w_q)  # (D_k,): the method, on one row
+    weights = ch4_softmax(x.dot(w_k).dot(q) / np.sqrt(q.size))
+    return weights.dot(x.dot(w_v)), weights
+
+
 CH4_ONE_QUERY_VARIANTS = {
     "loops": ch4_one_query_loops,
+    "np.asarray of the arguments and the method .dot": ch4_one_query_as_arrays,
+    "w_q.T.dot(x[i])": lambda x, i, w_q, w_k, w_v: ch4_project_all_then_one(
+        x, 0, w_q, w_k, w_v, lambda w: w.T.dot(x[i])[None]
+    ),
     "einsum": lambda x, i, w_q, w_k, w_v: (lambda w: (np.einsum("t,tv->v", w, x @ w_v), w))(
         ch4_softmax(
             np.einsum("k,tk->t", np.einsum("d,dk->k", x[i], w_q), x @ w_k) / np.sqrt(w_q.shape[1])
