@@ -29,11 +29,21 @@ _CH4_CROSS_SHAPE_HINT = (
 )
 
 
-def _ch4_call(function: Callable[..., Any], *args: Any, hint: str = _CH4_SHAPE_HINT) -> Any:
-    """Call the learner's function; a shape error from ``@`` gets ``hint`` about the shapes,
-    one from broadcasting a hint about ``keepdims``."""
+def _ch4_call(
+    function: Callable[..., Any],
+    what: str,
+    arguments: dict[str, Any],
+    hint: str = _CH4_SHAPE_HINT,
+) -> Any:
+    """Call the learner's function with copies of ``arguments`` (the prompt's names and their
+    values): a shape error from ``@`` gets ``hint`` about the shapes, one from broadcasting a
+    hint about ``keepdims``, and an argument changed in place is named."""
+    given = {
+        name: value.copy() if isinstance(value, np.ndarray) else value
+        for name, value in arguments.items()
+    }
     try:
-        return kit.call_quietly(function, *args)
+        result = kit.call_quietly(function, *given.values())
     except kit.Mistake as mistake:
         text = str(mistake)
         if "broadcast" in text:
@@ -45,6 +55,14 @@ def _ch4_call(function: Callable[..., Any], *args: Any, hint: str = _CH4_SHAPE_H
         if "matmul" in text or "not aligned" in text or "shapes" in text:
             raise kit.Mistake(text + hint) from mistake
         raise
+    for name, value in arguments.items():
+        if isinstance(value, np.ndarray) and not np.array_equal(given[name], value):
+            raise kit.Mistake(
+                f"{what} changed its argument `{name}` in place, so the caller's array is no "
+                f"longer what it was: compute into a new array (`{name} / c`, not "
+                f"`{name} /= c`)"
+            )
+    return result
 
 
 def _ch4_output_and_weights(
@@ -106,7 +124,9 @@ def check_one_query_attention(one_query_attention: Callable[..., Any]) -> kit.Fe
     def check_one(seed: int, i: int) -> None:
         x, w_q, w_k, w_v = _ch4_one_query_case(seed)
         what = f"{name}(x, {i}, w_q, w_k, w_v)"
-        result = _ch4_call(one_query_attention, x.copy(), i, w_q.copy(), w_k.copy(), w_v.copy())
+        result = _ch4_call(
+            one_query_attention, what, {"x": x, "i": i, "w_q": w_q, "w_k": w_k, "w_v": w_v}
+        )
         q, k, v = x @ w_q, x @ w_k, x @ w_v  # (T, d_k), (T, d_k), (T, d_v)
         expected_output, expected = _ch4_attend(q, k, v, 1 / np.sqrt(3))
         expected_output, expected = expected_output[i], expected[i]
@@ -361,11 +381,8 @@ def check_cross_attention(cross_attention: Callable[..., Any]) -> kit.Feedback:
         what = f"{name}(x_q of shape {x_q.shape}, x_kv of shape {x_kv.shape}, ...)"
         result = _ch4_call(
             cross_attention,
-            x_q.copy(),
-            x_kv.copy(),
-            w_q.copy(),
-            w_k.copy(),
-            w_v.copy(),
+            what,
+            {"x_q": x_q, "x_kv": x_kv, "w_q": w_q, "w_k": w_k, "w_v": w_v},
             hint=_CH4_CROSS_SHAPE_HINT,
         )
         q, k, v = x_q @ w_q, x_kv @ w_k, x_kv @ w_v

@@ -136,6 +136,11 @@ def ch4_query_twice(x, i, w_q, w_k, w_v):
     return weights @ (x @ w_v), weights
 
 
+def ch4_w_q_scaled_in_place(x, i, w_q, w_k, w_v):
+    w_q /= np.sqrt(w_q.shape[1])  # the division by √d_k, done once on the projection
+    return ch4_one_query_attention(x, i, w_q, w_k, w_v, divide_by=1.0)
+
+
 CH4_ONE_QUERY_MISTAKES = {
     "every query projected": (ch4_every_query, ("counts 60 multiplications with w_q",)),
     "no division by √d_k": (ch4_scaled_by(lambda x, q: 1.0), ("did not divide",)),
@@ -233,6 +238,12 @@ CH4_ONE_QUERY_MISTAKES = {
             x, i, w_q, w_k, w_v, lambda w: np.dot(np.array(x), np.array(w))
         ),
         ("counts 60 multiplications", "projecting all 5 tokens"),
+    ),
+    # An in-place change of an argument changes the caller's array (the brief of round 3:
+    # the checker passed copies and never looked).
+    "w_q divided by √d_k in place": (
+        ch4_w_q_scaled_in_place,
+        ("changed its argument `w_q` in place", "`w_q / c`, not `w_q /= c`"),
     ),
     "the query vector computed twice": (
         ch4_query_twice,
@@ -481,6 +492,11 @@ def ch4_cross_normalised(shift_axis, keepdims, sum_axis=-1):
     return ch4_cross_weights(weights_of)
 
 
+def ch4_cross_centred_in_place(x_q, x_kv, w_q, w_k, w_v):
+    x_kv -= x_kv.mean(axis=0)  # a shift of the keys' tokens: harmless for the weights ...
+    return ch4_cross_attention(x_q, x_kv, w_q, w_k, w_v)  # ... but the caller's x_kv changed
+
+
 CH4_CROSS_MISTAKES = {
     "keys and values from x_q": (
         ch4_cross_with(lambda x_q, x_kv, w_q, w_k, w_v: (x_q @ w_q, x_q @ w_k, x_q @ w_v)),
@@ -549,6 +565,10 @@ CH4_CROSS_MISTAKES = {
     "divided by √T_q": (
         ch4_cross_weights(lambda q, k: ch4_softmax(q @ k.T / np.sqrt(len(q)))),
         ("not by √T_q (the number of queries)",),
+    ),
+    "x_kv centred in place": (
+        ch4_cross_centred_in_place,
+        ("changed its argument `x_kv` in place",),
     ),
     "w_q and w_k swapped": (
         lambda x_q, x_kv, w_q, w_k, w_v: ch4_cross_attention(x_q, x_kv, w_k, w_q, w_v),
