@@ -95,7 +95,9 @@ def check_spotlight_output(spotlight_output: Callable[..., Any]) -> kit.Feedback
         expected, weights = output[position], all_weights[position]  # (D,), (T,)
         scores = x @ x[position]  # (T,): for the wrong answers below
         try:
-            result = kit.call_on_copy(spotlight_output, x, position)
+            result = kit.call_on_copy(
+                spotlight_output, x, position, argument="x", in_place="x *= weights[:, None]"
+            )
         except kit.Mistake as mistake:
             raise _ch3_hint_for_shapes(
                 mistake,
@@ -272,7 +274,9 @@ def check_batched_self_attention(batched_self_attention: Callable[..., Any]) -> 
         expected_output = expected_weights @ x  # (B, T, D)
         scores = x @ np.swapaxes(x, -1, -2)  # (B, T, T)
         try:
-            result = kit.call_on_copy(batched_self_attention, x)
+            result = kit.call_on_copy(
+                batched_self_attention, x, argument="x", in_place="x -= x.max()"
+            )
         except kit.Mistake as mistake:
             if "matmul" in str(mistake) or "aligned" in str(mistake):
                 raise kit.Mistake(
@@ -479,7 +483,12 @@ def check_attends_most_to_itself(attends_most_to_itself: Callable[..., Any]) -> 
         weights = _ch3_weights(x)
         own, top = np.diag(weights), weights.max(axis=-1)
         expected = own >= top
-        result = kit.call_on_copy(attends_most_to_itself, x)
+        result = kit.call_on_copy(
+            attends_most_to_itself,
+            x,
+            argument="x",
+            in_place="x /= np.linalg.norm(x, axis=-1, keepdims=True)",
+        )
         try:
             given = np.asarray(kit.plain(result)) if result is not None else None
         except (TypeError, ValueError, RuntimeError):  # as_result_array explains it

@@ -93,6 +93,12 @@ def ch3_cosine_weights(scores, x, position):
     return ch3_stable_softmax(scores / lengths / lengths[position])
 
 
+def ch3_spotlight_weighting_x_in_place(x, position):
+    weights = ch3_stable_softmax(x @ x[position])
+    x *= weights[:, None]  # each token vector times its weight, in the caller's array
+    return x.sum(axis=0)
+
+
 CH3_SPOTLIGHT_MISTAKES = {
     "no shift: e^score overflows": (
         ch3_spotlight_with(lambda s, x, p: ch3_naive_softmax(s)),
@@ -155,6 +161,11 @@ CH3_SPOTLIGHT_MISTAKES = {
     "cosine similarities as scores": (
         ch3_spotlight_with(ch3_cosine_weights),
         ("cosine similarities", "plain dot products"),
+    ),
+    # The caller's x changed (the brief of round 3: the message named `scores`).
+    "the vectors weighted in place": (
+        ch3_spotlight_weighting_x_in_place,
+        ("changed the array `x`", "`x * weights[:, None]`", "caller's x"),
     ),
 }
 
@@ -258,6 +269,11 @@ def ch3_features_against_features(x):
     return np.einsum("bde,bte->btd", weights, x), weights
 
 
+def ch3_batched_shifting_x_in_place(x):
+    x -= x.max()  # the shift of the stable softmax, applied to the vectors
+    return ch3_batched_self_attention(x)
+
+
 CH3_BATCHED_MISTAKES = {
     "x.T on a 3-D array": (
         lambda x: (lambda w: (w @ x, w))(ch3_stable_softmax(x @ x.T)),
@@ -312,6 +328,10 @@ CH3_BATCHED_MISTAKES = {
             lambda s, x: ch3_naive_softmax(s - np.diagonal(s, axis1=-2, axis2=-1)[..., None])
         ),
         ("own score (the diagonal)", "LARGEST score"),
+    ),
+    "x shifted in place to keep the exponentials small": (
+        ch3_batched_shifting_x_in_place,
+        ("changed the array `x`", "`x - x.max()`"),
     ),
     "shift by the row's mean": (
         ch3_batched_with(lambda s, x: ch3_naive_softmax(s - s.mean(axis=-1, keepdims=True))),
@@ -390,6 +410,11 @@ def ch3_second_largest(weights):
     return np.sort(weights, axis=-1)[:, -2]
 
 
+def ch3_attends_normalising_in_place(x):
+    x /= np.linalg.norm(x, axis=-1, keepdims=True)  # as the chapter's unit vectors
+    return ch3_attends_most_to_itself(x)
+
+
 CH3_ATTENDS_MISTAKES = {
     "strict > against the row's maximum": (
         lambda x: np.diag(x @ x.T) > (x @ x.T).max(axis=-1),
@@ -438,6 +463,10 @@ CH3_ATTENDS_MISTAKES = {
     "the weights themselves": (
         lambda x: np.diag(ch3_stable_softmax(x @ x.T)),
         ("expected booleans",),
+    ),
+    "the vectors normalised in place": (
+        ch3_attends_normalising_in_place,
+        ("changed the array `x`", "`x / np.linalg.norm(x, axis=-1, keepdims=True)`"),
     ),
     "the positions of the True ones": (
         lambda x: np.flatnonzero(ch3_attends_most_to_itself(x)),
