@@ -45,8 +45,22 @@ _CH3_LONGER_NEIGHBOUR = np.array(
         [0.0, 0.0, 3.0],
     ]
 )
-# e^x overflows float64 above about 709.78.
+# Token 0's scores are small, [1.25, -800, 0.5, 0.5, 1.5], but token 1 is long and points the
+# other way: the largest |score| of row 0 (800) and the largest score of the whole matrix
+# (640000, token 1 with itself) lie far ABOVE the row's largest, 1.5. A softmax shifted by
+# either underflows: every e^(score - c) is 0, and 0/0 is NaN.
+_CH3_FAR_BELOW = np.array(
+    [
+        [1.0, 0.0, 0.5],
+        [-800.0, 0.0, 0.0],
+        [0.5, 0.5, 0.0],
+        [0.0, 0.0, 1.0],
+        [1.0, 1.0, 1.0],
+    ]
+)
+# e^x overflows float64 above about 709.78, and underflows to 0 below about -745.13.
 _CH3_EXP_LIMIT = float(np.log(np.finfo(np.float64).max))
+_CH3_EXP_FLOOR = 745.13
 
 
 def _ch3_weights(x: np.ndarray) -> np.ndarray:
@@ -107,6 +121,19 @@ def check_spotlight_output(spotlight_output: Callable[..., Any]) -> kit.Feedback
         values = kit.values_like(result, expected)
         if values is not None and not np.isfinite(values).all():
             top = int(np.argmax(scores))
+            if scores[top] < _CH3_EXP_LIMIT and scores[top] - scores.min() > _CH3_EXP_FLOOR:
+                # No e^score overflows in this row (a shift by its smallest score would, but
+                # that slip overflows on the earlier inputs): every exponential underflowed.
+                raise kit.Mistake(
+                    f"{what} returned NaN or infinity, yet this row's largest score is only "
+                    f"{scores[top]:.2f}, so no e^score overflows. e^(score - c) underflows "
+                    f"to 0 for every score when c lies more than {_CH3_EXP_FLOOR:.0f} ABOVE "
+                    "the row's largest score, and 0/0 is NaN: the number you subtracted was "
+                    f"larger than the row's maximum (here the largest |score| is "
+                    f"{np.abs(scores).max():.0f}, the largest score of the whole matrix "
+                    f"x @ x.T {(x @ x.T).max():.0f}). Subtract this row's LARGEST score, "
+                    "scores.max()"
+                )
             if scores[top] - scores[position] > _CH3_EXP_LIMIT:
                 raise kit.Mistake(
                     f"{what} returned NaN or infinity. Here the token's own score "
@@ -224,6 +251,7 @@ def check_spotlight_output(spotlight_output: Callable[..., Any]) -> kit.Feedback
             check_one(_CH3_X, position)
         check_one(long_vectors, 2)
         check_one(_CH3_CLOSE, 0)
+        check_one(_CH3_FAR_BELOW, 0)
         check_one(_CH3_LONGER_NEIGHBOUR, 1)
         kit.require_own_code(
             spotlight_output,

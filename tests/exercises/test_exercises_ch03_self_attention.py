@@ -83,6 +83,11 @@ def ch3_clipped(limit):
     return ch3_spotlight_with(lambda s, x, p: ch3_naive_softmax(np.minimum(s, limit)))
 
 
+def ch3_stable_softmax_shifted_by(c):
+    """A softmax that subtracts the number ``c`` from every score."""
+    return lambda scores: ch3_naive_softmax(scores - c)
+
+
 def ch3_shifted_by(shift):
     """A spotlight_output whose softmax subtracts ``shift(scores, position)``, not the max."""
     return ch3_spotlight_with(lambda s, x, p: ch3_naive_softmax(s - shift(s, p)))
@@ -150,6 +155,20 @@ CH3_SPOTLIGHT_MISTAKES = {
         ch3_shifted_by(lambda s, p: s[0]),
         ("is not the largest of its row", "the first score"),
     ),
+    # Shifts ABOVE the row's largest score underflow (review round 3, findings 2 and 9: the
+    # whole matrix's maximum was told it overflowed, and the largest |score| passed).
+    "shift by the largest score of the whole matrix": (
+        lambda x, p: ch3_stable_softmax_shifted_by((x @ x.T).max())(x @ x[p]) @ x,
+        ("underflows to 0", "ABOVE", "larger than the row's maximum", "scores.max()"),
+    ),
+    "shift by the largest |score|": (
+        ch3_shifted_by(lambda s, p: np.abs(s).max()),
+        ("underflows to 0", "the largest |score| is 800", "scores.max()"),
+    ),
+    "shift by the largest self-score (the diagonal's maximum)": (
+        lambda x, p: ch3_stable_softmax_shifted_by((x * x).sum(axis=1).max())(x @ x[p]) @ x,
+        ("underflows to 0", "larger than the row's maximum"),
+    ),
     "shift by the median score": (
         ch3_shifted_by(lambda s, p: np.median(s)),
         ("overflows", "Subtract the largest score"),
@@ -200,6 +219,9 @@ CH3_SPOTLIGHT_VARIANTS = {
     "float32 throughout": lambda x, p: ch3_spotlight_output(x.astype(np.float32), p),
     "shift, then the low end clipped": ch3_spotlight_with(
         lambda s, x, p: ch3_naive_softmax(np.clip(s - s.max(), -700.0, 0.0))
+    ),
+    "shift by the largest score plus 3 (exact in real arithmetic)": ch3_shifted_by(
+        lambda s, p: s.max() + 3.0
     ),
     "shifted in place on its own copy": ch3_spotlight_with(
         lambda s, x, p: (lambda c: (c.__isub__(c.max()), np.exp(c) / np.exp(c).sum())[1])(s.copy())
