@@ -456,8 +456,10 @@ _CH3_SLIPS = {
     "instead",
     "others": "those tokens tie with an identical copy of themselves, and a tie counts as "
     "True: compare the own weight with the largest of the others using >=, not >",
-    "column": "it compares each token's own weight with the largest weight in its COLUMN. "
-    "Token t's weights are row t (axis=-1): the weights sum to one along rows, not columns",
+    "column": "it compares each token's own weight with the largest weight in its COLUMN (or "
+    "takes the softmax over axis 0, which for the symmetric X Xᵀ gives the same numbers). "
+    "Token t's weights are row t, a softmax over axis=-1: the weights sum to one along rows, "
+    "not columns",
     "even": "it compares each token's own weight with 1/T, the weight of an even spread. "
     "The question is whether another weight of the row is larger: compare with the row's "
     "maximum",
@@ -575,8 +577,10 @@ def check_attends_most_to_itself(attends_most_to_itself: Callable[..., Any]) -> 
                 f"{what} says every token attends most to itself, on every input, but the "
                 f"tokens at positions {wrong} attend more to another one. Compare each "
                 "token's own weight with the LARGEST weight of its row, and score with the "
-                "plain dot product, which grows with the lengths of the vectors: only for "
-                "vectors of equal length (or with cosine similarities) is every answer True"
+                "plain dot product. With vectors of equal length (or cosine similarities) "
+                "every answer is True whatever the input; with the plain dot product token i "
+                "says False where another vector's projection onto x_i, |x_j| cos θ, is "
+                "longer than x_i"
             )
         for slip, explanation in _CH3_SLIPS.items():
             if all(np.array_equal(a.got, _ch3_slips(a.weights)[slip]) for a in answers):

@@ -452,7 +452,14 @@ CH3_ATTENDS_MISTAKES = {
     ),
     "down the columns": (ch3_own_against(lambda w: w.max(axis=0)), ("COLUMN",)),
     "cosine similarity": (ch3_cosine, ("every token attends most to itself", "cosine")),
-    "always True": (lambda x: np.ones(len(x), dtype=bool), ("positions [0, 3]", "equal length")),
+    "always True": (
+        lambda x: np.ones(len(x), dtype=bool),
+        ("positions [0, 3]", "equal length", "whatever the input", "|x_j| cos θ"),
+    ),
+    "weights from a softmax over axis 0": (
+        lambda x: (lambda w: np.diag(w) >= w.max(axis=-1))(ch3_stable_softmax(x @ x.T, axis=0)),
+        ("COLUMN", "softmax over axis 0", "symmetric"),
+    ),
     "weights rounded as printed": (ch3_rounded, ("close to its row's largest", "rounding")),
     "weights rounded to 3 decimals": (
         lambda x: ch3_rounded(x, 3),
@@ -527,6 +534,18 @@ def test_ch3_attends_most_to_itself_names_a_slip_only_if_it_explains_every_input
     # on the other inputs: the feedback must not blame the columns.
     feedback = exercises.check_attends_most_to_itself(ch3_rounded)
     assert "COLUMN" not in feedback.message, feedback.message
+
+
+def test_ch3_attends_most_to_itself_says_equal_lengths_suffice_not_that_they_are_needed():
+    # Review round 3, finding 3: "only for vectors of equal length is every answer True" was
+    # false ("cat bus", of lengths 1.26 and 1.58, gives all True).
+    from selfattn_lib import embeddings
+
+    cat_bus = embeddings.embed("cat bus")
+    assert ch3_attends_most_to_itself(cat_bus).all()
+    assert not np.isclose(*np.linalg.norm(cat_bus, axis=-1))
+    feedback = exercises.check_attends_most_to_itself(lambda x: np.ones(len(x), dtype=bool))
+    assert "only for" not in feedback.message, feedback.message
 
 
 def test_ch3_attends_most_to_itself_tolerates_rounding_of_the_own_score():
