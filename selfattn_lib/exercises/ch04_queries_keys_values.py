@@ -93,9 +93,9 @@ def _ch4_attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float) -> tu
 def _ch4_one_query_case(seed: int, t: int = 5) -> tuple[np.ndarray, ...]:
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(t, 4)).round(1)  # (T, D) = (5, 4)
-    w_q = rng.normal(scale=1.5, size=(4, 3)).round(1)  # (D, d_k) = (4, 3)
-    w_k = rng.normal(scale=1.5, size=(4, 3)).round(1)  # (D, d_k)
-    w_v = rng.normal(size=(4, 2)).round(1)  # (D, d_v) = (4, 2)
+    w_q = rng.normal(scale=1.5, size=(4, 3)).round(1)  # (D, D_k) = (4, 3)
+    w_k = rng.normal(scale=1.5, size=(4, 3)).round(1)  # (D, D_k)
+    w_v = rng.normal(size=(4, 2)).round(1)  # (D, D_v) = (4, 2)
     return x, w_q, w_k, w_v
 
 
@@ -108,8 +108,8 @@ def check_one_query_attention(one_query_attention: Callable[..., Any]) -> kit.Fe
 
     Shapes
     ------
-    ``x``: ``(T, D)``, ``w_q``, ``w_k``: ``(D, d_k)``, ``w_v``: ``(D, d_v)`` → ``output``:
-    ``(d_v,)``, ``weights``: ``(T_k,)`` with ``T_k = T``.
+    ``x``: ``(T, D)``, ``w_q``, ``w_k``: ``(D, D_k)``, ``w_v``: ``(D, D_v)`` → ``output``:
+    ``(D_v,)``, ``weights``: ``(T_k,)`` with ``T_k = T``.
 
     Examples
     --------
@@ -127,7 +127,7 @@ def check_one_query_attention(one_query_attention: Callable[..., Any]) -> kit.Fe
         result = _ch4_call(
             one_query_attention, what, {"x": x, "i": i, "w_q": w_q, "w_k": w_k, "w_v": w_v}
         )
-        q, k, v = x @ w_q, x @ w_k, x @ w_v  # (T, d_k), (T, d_k), (T, d_v)
+        q, k, v = x @ w_q, x @ w_k, x @ w_v  # (T, D_k), (T, D_k), (T, D_v)
         expected_output, expected = _ch4_attend(q, k, v, 1 / np.sqrt(3))
         expected_output, expected = expected_output[i], expected[i]
         output, weights = _ch4_output_and_weights(
@@ -192,7 +192,7 @@ def check_one_query_attention(one_query_attention: Callable[..., Any]) -> kit.Fe
                 f"the output of {what} has {x.shape[1]} numbers, one per feature of a token: it "
                 "weights the token vectors x_j. Weight the values, v_j = x_j @ w_v"
             )
-        for_k = kit.values_like(output, weights @ k)  # (d_k,): the keys weighted
+        for_k = kit.values_like(output, weights @ k)  # (D_k,): the keys weighted
         if for_k is not None and np.allclose(for_k, weights @ k):
             raise kit.Mistake(
                 f"the output of {what} weights the keys: the output is the weighted sum of "
@@ -264,7 +264,7 @@ def check_design_projections(design_projections: Callable[[], Any]) -> kit.Feedb
 
     Shapes
     ------
-    no arguments → ``w_q``, ``w_k``: ``(D, d_k)`` with ``D = 8``; ``X``: ``(T, D) = (7, 8)`` and
+    no arguments → ``w_q``, ``w_k``: ``(D, D_k)`` with ``D = 8``; ``X``: ``(T, D) = (7, 8)`` and
     its weights ``(T_q, T_k) = (7, 7)``.
 
     Examples
@@ -315,7 +315,7 @@ def check_design_projections(design_projections: Callable[[], Any]) -> kit.Feedb
                 f"w_q and w_k of {name}() have no columns: d_k must be at least 1, or every "
                 "query and key is empty and every score 0"
             )
-        q, k = x @ w_q, x @ w_k  # (T, d_k) each
+        q, k = x @ w_q, x @ w_k  # (T, D_k) each
         try:
             weights = attention.scaled_dot_product_attention(q, k, k)[1]  # (T, T)
         except ValueError as error:  # scores beyond the range of float64
@@ -362,8 +362,8 @@ def check_cross_attention(cross_attention: Callable[..., Any]) -> kit.Feedback:
 
     Shapes
     ------
-    ``x_q``: ``(T_q, D)``, ``x_kv``: ``(T_k, D)``, ``w_q``, ``w_k``: ``(D, d_k)``, ``w_v``:
-    ``(D, d_v)`` → ``output``: ``(T_q, d_v)``, ``weights``: ``(T_q, T_k)``.
+    ``x_q``: ``(T_q, D)``, ``x_kv``: ``(T_k, D)``, ``w_q``, ``w_k``: ``(D, D_k)``, ``w_v``:
+    ``(D, D_v)`` → ``output``: ``(T_q, D_v)``, ``weights``: ``(T_q, T_k)``.
 
     Examples
     --------

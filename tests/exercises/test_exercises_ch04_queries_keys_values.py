@@ -20,7 +20,7 @@ def ch4_softmax(scores, axis=-1):
 
 
 def ch4_one_query_attention(x, i, w_q, w_k, w_v, divide_by=None):
-    q, k, v = x[i] @ w_q, x @ w_k, x @ w_v  # (d_k,), (T, d_k), (T, d_v)
+    q, k, v = x[i] @ w_q, x @ w_k, x @ w_v  # (D_k,), (T, D_k), (T, D_v)
     scores = k @ q / (np.sqrt(len(q)) if divide_by is None else divide_by)
     weights = ch4_softmax(scores)
     return weights @ v, weights
@@ -76,7 +76,7 @@ def assert_ch4_mistake(feedback, *fragments):
 
 def ch4_every_query(x, i, w_q, w_k, w_v, transposed=False):
     """Right, but projects every token into a query to use one of them."""
-    q = (w_q.T @ x.T).T if transposed else x @ w_q  # (T, d_k): T queries for one
+    q = (w_q.T @ x.T).T if transposed else x @ w_q  # (T, D_k): T queries for one
     k, v = x @ w_k, x @ w_v
     weights = ch4_softmax(k @ q[i] / np.sqrt(q.shape[-1]))
     return weights @ v, weights
