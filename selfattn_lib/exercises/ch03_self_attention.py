@@ -225,6 +225,18 @@ def check_spotlight_output(spotlight_output: Callable[..., Any]) -> kit.Feedback
                     "x_position · x_position, and gets its weight like every other token",
                 ),
             ]
+        if scores.max() > _CH3_EXP_LIMIT:
+            # e^score overflowed: inf / inf is NaN and every other weight x / inf is 0, so a
+            # NaN replaced by 0 (np.nan_to_num) leaves no weight at all.
+            candidates.append(
+                (
+                    np.zeros_like(expected),
+                    "returned zeros: e^score overflowed to infinity, inf / inf is NaN and "
+                    "every other weight became 0, so replacing NaN by 0 (np.nan_to_num) left "
+                    "no weight at all. Subtract the largest score before the exponential "
+                    "instead, so that nothing overflows",
+                )
+            )
         # Scores clipped to one value c (np.clip, np.minimum) to dodge the overflow: every
         # score above c counts as c, so the k largest share the weight evenly, and the rest
         # get almost nothing when they lie well below c.

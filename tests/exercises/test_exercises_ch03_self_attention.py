@@ -181,6 +181,10 @@ CH3_SPOTLIGHT_MISTAKES = {
         ch3_spotlight_with(ch3_cosine_weights),
         ("cosine similarities", "plain dot products"),
     ),
+    "NaN of the overflow replaced by 0": (
+        ch3_spotlight_with(lambda s, x, p: np.nan_to_num(np.exp(s) / np.exp(s).sum())),
+        ("returned zeros", "np.nan_to_num", "Subtract the largest score"),
+    ),
     # The caller's x changed (the brief of round 3: the message named `scores`).
     "the vectors weighted in place": (
         ch3_spotlight_weighting_x_in_place,
