@@ -577,6 +577,12 @@ def ch3_unshuffle_sorting_order(shuffled, order):
     return shuffled[order]
 
 
+def ch3_unshuffle_scattering_by_the_inverse(shuffled, order):
+    original = np.empty_like(shuffled)
+    original[np.argsort(order)] = shuffled  # the inverse where order itself belongs
+    return original
+
+
 CH3_UNSHUFFLE_MISTAKES = {
     "the shuffle applied again": (lambda s, o: s[o], ("a second time", "np.argsort(order)")),
     "the rows unchanged": (lambda s, o: s + 0.0, ("shuffled rows unchanged",)),
@@ -593,6 +599,11 @@ CH3_UNSHUFFLE_MISTAKES = {
     "shuffled changed in place": (ch3_unshuffle_in_place, ("`shuffled` in place",)),
     "order sorted in place": (ch3_unshuffle_sorting_order, ("`order` in place",)),
     "some rows only": (lambda s, o: s[:3], ("returned shape (3, 3), expected (5, 3)",)),
+    "the inverse used to scatter": (ch3_unshuffle_scattering_by_the_inverse, ("a second time",)),
+    "rows indexed by the sorted order": (
+        lambda s, o: s[np.sort(o)],
+        ("shuffled rows unchanged",),
+    ),
 }
 
 
