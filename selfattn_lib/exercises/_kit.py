@@ -31,13 +31,15 @@ so that the same situation gets the same words in every chapter:
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import gc
 import html
 import re
 import sys
 import sysconfig
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -511,13 +513,52 @@ def show(array: Any) -> str:
 
 # --- Counting the work ---
 
+#: NumPy's products: each counts ``depth`` multiplications for every number it gives.
+_PRODUCT_FUNCTIONS = (np.dot, np.vdot, np.einsum, np.tensordot, np.inner)
+_PRODUCT_UFUNCS = tuple(
+    getattr(np, name) for name in ("matmul", "vecdot", "matvec", "vecmat") if hasattr(np, name)
+)
+#: NumPy functions whose result only takes the shape of a counted array, not its numbers.
+_SHAPE_ONLY = (np.zeros_like, np.ones_like, np.empty_like, np.full_like)
+#: NumPy's conversions that hand back a plain array for a :class:`CountedArray`. While
+#: :func:`multiplications_with` runs, those the learner's code calls keep the counting.
+_CONVERSIONS = (
+    "array",
+    "asarray",
+    "ascontiguousarray",
+    "asfortranarray",
+    "asarray_chkfinite",
+    "copy",
+)
+# Nested products (np.einsum(..., optimize=True) calls np.tensordot) count once, at the top.
+_INSIDE_A_PRODUCT = [0]
+
+
+def _counted_among(arrays: Iterable[Any], default: CountedArray) -> CountedArray:
+    """The first :class:`CountedArray` with a counter among ``arrays`` and the lists in them,
+    else ``default``."""
+    for array in arrays:
+        if isinstance(array, CountedArray) and array.counter is not None:
+            return array
+        if isinstance(array, list | tuple):
+            found = _counted_among(array, default)
+            if found is not default:
+                return found
+    return default
+
 
 class CountedArray(np.ndarray):
     """An array that counts the multiplications made with it: ``a @ …``, ``… @ a.T``,
-    ``np.dot``, ``np.einsum``, ``np.tensordot``, ``np.inner`` and ``*`` (with any view, slice
-    or copy of it, and with it divided or multiplied by a number). Each entry of a product
-    counts ``depth`` multiplications, the length of the axis the product sums over: a product
-    of ``(b_q, D_k)`` queries with ``(b_k, D_k)`` counted keys counts ``b_q · b_k · D_k``."""
+    ``a.dot(…)``, ``np.dot``, ``np.vdot``, ``np.einsum``, ``np.tensordot``, ``np.inner``,
+    ``np.matmul`` (and NumPy 2's ``np.vecdot``, ``np.matvec``, ``np.vecmat``) and ``*``, with
+    any view, slice or copy of it, with it divided or multiplied by a number, and with arrays
+    NumPy makes from it (``np.concatenate``, ``np.stack``, ``np.pad`` …). Each entry of a
+    product counts ``depth`` multiplications, the length of the axis the product sums over: a
+    product of ``(b_q, D_k)`` queries with ``(b_k, D_k)`` counted keys counts ``b_q · b_k · D_k``.
+
+    An array with ``counter`` None counts nothing, but its products with a counted one are
+    counted (``x.dot(w)`` is ``x``'s method: :func:`multiplications_with` hands the learner
+    such arrays for its other arguments)."""
 
     counter: list[int] | None = None
     depth: int = 1  # the multiplications behind one entry of a product
@@ -527,10 +568,25 @@ class CountedArray(np.ndarray):
         self.depth = getattr(obj, "depth", 1)
 
     def _count(self, result: Any, multiplications: int) -> None:
-        if self.counter is not None:
+        if self.counter is not None and not _INSIDE_A_PRODUCT[0]:
             self.counter[0] += int(multiplications)
 
+    @staticmethod
+    def _kept(result: Any, source: CountedArray) -> Any:
+        """``result`` counting as ``source`` does (lists and tuples of arrays too)."""
+        if isinstance(result, list | tuple):
+            return type(result)(CountedArray._kept(part, source) for part in result)
+        if not isinstance(result, np.ndarray) or not result.shape:
+            return result
+        kept = result.view(CountedArray)
+        kept.counter, kept.depth = source.counter, source.depth
+        return kept
+
+    def dot(self, b: Any, out: Any = None) -> Any:  # the method, counted like np.dot
+        return np.dot(self, b, out=out)
+
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        source = _counted_among(inputs, self)
         plain = [np.asarray(x) if isinstance(x, CountedArray) else x for x in inputs]
         if "out" in kwargs:
             kwargs["out"] = tuple(
@@ -540,39 +596,118 @@ class CountedArray(np.ndarray):
         if method != "__call__" or not isinstance(result, np.ndarray):
             return result
         scalars = [np.ndim(x) == 0 for x in plain]
-        if ufunc is np.matmul:
-            self._count(result, result.size * self.depth)
+        if ufunc in _PRODUCT_UFUNCS:
+            source._count(result, result.size * source.depth)
             return result
         if ufunc is np.multiply and not any(scalars):
-            self._count(result, result.size)
+            source._count(result, result.size)
             return result
         # Element-wise work on the array alone (k / √D, -k, k * 2) keeps counting.
         if not result.shape:
             return result
         counted = result.view(CountedArray)
-        counted.counter, counted.depth = self.counter, self.depth
+        counted.counter, counted.depth = source.counter, source.depth
         return counted
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        result = super().__array_function__(func, types, args, kwargs)
-        if func in (np.dot, np.einsum, np.tensordot, np.inner):
-            result = np.asarray(result)
-            self._count(result, result.size * self.depth)
+        source = _counted_among((*args, *kwargs.values()), self)
+        if func not in _PRODUCT_FUNCTIONS:
+            result = super().__array_function__(func, types, args, kwargs)
+            if func in _SHAPE_ONLY or source.counter is None:
+                return result
+            return self._kept(result, source)  # the same numbers, moved about
+        _INSIDE_A_PRODUCT[0] += 1
+        try:
+            result = np.asarray(super().__array_function__(func, types, args, kwargs))
+        finally:
+            _INSIDE_A_PRODUCT[0] -= 1
+        source._count(result, result.size * source.depth)
         return result
+
+
+class Multiplications(int):
+    """A count of multiplications (:func:`multiplications_with`) that also holds ``largest``,
+    the multiplications of the largest single product among them."""
+
+    largest: int = 0
+
+
+class _Tally(list):
+    """The counter of a :class:`CountedArray`, ``[total]``, that also keeps the largest
+    single product (the multiplications behind one matrix product or one ``*``)."""
+
+    largest = 0
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        self.largest = max(self.largest, value - self[index])
+        super().__setitem__(index, value)
+
+
+@contextlib.contextmanager
+def _conversions_keep_counting() -> Iterator[None]:
+    """While active, ``np.asarray(w)``, ``np.array(w, dtype=…)``, ``np.copy(w)`` … of a
+    :class:`CountedArray` ``w`` return one that counts as ``w`` does, when the learner's code
+    calls them (NumPy's own calls and the kit's, which drop the counting on purpose, get a
+    plain array as usual)."""
+    originals = {name: getattr(np, name) for name in _CONVERSIONS}
+
+    def following(convert: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(convert)
+        def converted(a: Any, *args: Any, **kwargs: Any) -> Any:
+            result = convert(a, *args, **kwargs)
+            if (
+                isinstance(a, CountedArray)
+                and type(result) is np.ndarray
+                and _is_learner_frame(sys._getframe(1))
+            ):
+                result = CountedArray._kept(result, a)
+            return result
+
+        return converted
+
+    for name, convert in originals.items():
+        setattr(np, name, following(convert))
+    try:
+        yield
+    finally:
+        for name, convert in originals.items():
+            setattr(np, name, convert)
 
 
 def multiplications_with(
     function: Callable[..., Any], args: tuple[Any, ...], index: int, depth: int
-) -> int:
+) -> Multiplications:
     """How many multiplications ``function(*args)`` makes with its argument number ``index``
-    (a :class:`CountedArray` with this ``depth``; the other arrays are passed as copies)."""
-    counter = [0]
-    counted = np.array(args[index], dtype=np.float64).view(CountedArray)
-    counted.counter, counted.depth = counter, depth
-    given = [arg.copy() if isinstance(arg, np.ndarray) else arg for arg in args]
-    given[index] = counted
-    call_quietly(function, *given)
-    return counter[0]
+    (a :class:`CountedArray` with this ``depth``; the other arrays are passed as copies that
+    count nothing themselves, so that their method ``.dot`` is followed too). ``largest`` of
+    the count is the largest single product.
+
+    Followed: the products of :class:`CountedArray`, with the argument, its views, slices and
+    copies (``w.T``, ``w[0]``, ``w.copy()``, ``w.astype(…)``), the conversions the learner's
+    code makes (``np.asarray(w)``, ``np.array(w)``, ``np.copy(w)``, ``np.ascontiguousarray(w)``
+    …) and arrays NumPy builds from it (``np.concatenate``, ``np.stack`` …). Not followed: the
+    numbers taken out of it (``w.tolist()``, ``float(w[0, 0])``) and other libraries
+    (``torch.from_numpy(w)``).
+
+    Examples
+    --------
+    >>> x, w = np.ones((5, 4)), np.ones((4, 3))  # (T, D), (D, D_k)
+    >>> int(multiplications_with(lambda x, w: x[2] @ w, (x, w), index=1, depth=4))  # D · D_k
+    12
+    >>> int(multiplications_with(lambda x, w: x.dot(np.asarray(w))[2], (x, w), 1, 4))  # T · D · D_k
+    60
+    """
+    tally = _Tally([0])
+    given = [
+        arg.copy().view(CountedArray) if isinstance(arg, np.ndarray) else arg for arg in args
+    ]  # copies, which count nothing …
+    counted = given[index] = np.array(args[index], dtype=np.float64).view(CountedArray)
+    counted.counter, counted.depth = tally, depth  # … but the one argument
+    with _conversions_keep_counting():
+        call_quietly(function, *given)
+    total = Multiplications(tally[0])
+    total.largest = tally.largest
+    return total
 
 
 # --- Reading the learner's result ---

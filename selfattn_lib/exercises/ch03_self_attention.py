@@ -45,8 +45,22 @@ _CH3_LONGER_NEIGHBOUR = np.array(
         [0.0, 0.0, 3.0],
     ]
 )
-# e^x overflows float64 above about 709.78.
+# Token 0's scores are small, [1.25, -800, 0.5, 0.5, 1.5], but token 1 is long and points the
+# other way: the largest |score| of row 0 (800) and the largest score of the whole matrix
+# (640000, token 1 with itself) lie far ABOVE the row's largest, 1.5. A softmax shifted by
+# either underflows: every e^(score - c) is 0, and 0/0 is NaN.
+_CH3_FAR_BELOW = np.array(
+    [
+        [1.0, 0.0, 0.5],
+        [-800.0, 0.0, 0.0],
+        [0.5, 0.5, 0.0],
+        [0.0, 0.0, 1.0],
+        [1.0, 1.0, 1.0],
+    ]
+)
+# e^x overflows float64 above about 709.78, and underflows to 0 below about -745.13.
 _CH3_EXP_LIMIT = float(np.log(np.finfo(np.float64).max))
+_CH3_EXP_FLOOR = 745.13
 
 
 def _ch3_weights(x: np.ndarray) -> np.ndarray:
@@ -95,7 +109,9 @@ def check_spotlight_output(spotlight_output: Callable[..., Any]) -> kit.Feedback
         expected, weights = output[position], all_weights[position]  # (D,), (T,)
         scores = x @ x[position]  # (T,): for the wrong answers below
         try:
-            result = kit.call_on_copy(spotlight_output, x, position)
+            result = kit.call_on_copy(
+                spotlight_output, x, position, argument="x", in_place="x *= weights[:, None]"
+            )
         except kit.Mistake as mistake:
             raise _ch3_hint_for_shapes(
                 mistake,
@@ -105,6 +121,19 @@ def check_spotlight_output(spotlight_output: Callable[..., Any]) -> kit.Feedback
         values = kit.values_like(result, expected)
         if values is not None and not np.isfinite(values).all():
             top = int(np.argmax(scores))
+            if scores[top] < _CH3_EXP_LIMIT and scores[top] - scores.min() > _CH3_EXP_FLOOR:
+                # No e^score overflows in this row (a shift by its smallest score would, but
+                # that slip overflows on the earlier inputs): every exponential underflowed.
+                raise kit.Mistake(
+                    f"{what} returned NaN or infinity, yet this row's largest score is only "
+                    f"{scores[top]:.2f}, so no e^score overflows. e^(score - c) underflows "
+                    f"to 0 for every score when c lies more than {_CH3_EXP_FLOOR:.0f} ABOVE "
+                    "the row's largest score, and 0/0 is NaN: the number you subtracted was "
+                    f"larger than the row's maximum (here the largest |score| is "
+                    f"{np.abs(scores).max():.0f}, the largest score of the whole matrix "
+                    f"x @ x.T {(x @ x.T).max():.0f}). Subtract this row's LARGEST score, "
+                    "scores.max()"
+                )
             if scores[top] - scores[position] > _CH3_EXP_LIMIT:
                 raise kit.Mistake(
                     f"{what} returned NaN or infinity. Here the token's own score "
@@ -196,6 +225,18 @@ def check_spotlight_output(spotlight_output: Callable[..., Any]) -> kit.Feedback
                     "x_position · x_position, and gets its weight like every other token",
                 ),
             ]
+        if scores.max() > _CH3_EXP_LIMIT:
+            # e^score overflowed: inf / inf is NaN and every other weight x / inf is 0, so a
+            # NaN replaced by 0 (np.nan_to_num) leaves no weight at all.
+            candidates.append(
+                (
+                    np.zeros_like(expected),
+                    "returned zeros: e^score overflowed to infinity, inf / inf is NaN and "
+                    "every other weight became 0, so replacing NaN by 0 (np.nan_to_num) left "
+                    "no weight at all. Subtract the largest score before the exponential "
+                    "instead, so that nothing overflows",
+                )
+            )
         # Scores clipped to one value c (np.clip, np.minimum) to dodge the overflow: every
         # score above c counts as c, so the k largest share the weight evenly, and the rest
         # get almost nothing when they lie well below c.
@@ -222,6 +263,7 @@ def check_spotlight_output(spotlight_output: Callable[..., Any]) -> kit.Feedback
             check_one(_CH3_X, position)
         check_one(long_vectors, 2)
         check_one(_CH3_CLOSE, 0)
+        check_one(_CH3_FAR_BELOW, 0)
         check_one(_CH3_LONGER_NEIGHBOUR, 1)
         kit.require_own_code(
             spotlight_output,
@@ -272,7 +314,9 @@ def check_batched_self_attention(batched_self_attention: Callable[..., Any]) -> 
         expected_output = expected_weights @ x  # (B, T, D)
         scores = x @ np.swapaxes(x, -1, -2)  # (B, T, T)
         try:
-            result = kit.call_on_copy(batched_self_attention, x)
+            result = kit.call_on_copy(
+                batched_self_attention, x, argument="x", in_place="x -= x.max()"
+            )
         except kit.Mistake as mistake:
             if "matmul" in str(mistake) or "aligned" in str(mistake):
                 raise kit.Mistake(
@@ -424,8 +468,10 @@ _CH3_SLIPS = {
     "instead",
     "others": "those tokens tie with an identical copy of themselves, and a tie counts as "
     "True: compare the own weight with the largest of the others using >=, not >",
-    "column": "it compares each token's own weight with the largest weight in its COLUMN. "
-    "Token t's weights are row t (axis=-1): the weights sum to one along rows, not columns",
+    "column": "it compares each token's own weight with the largest weight in its COLUMN (or "
+    "takes the softmax over axis 0, which for the symmetric X Xᵀ gives the same numbers). "
+    "Token t's weights are row t, a softmax over axis=-1: the weights sum to one along rows, "
+    "not columns",
     "even": "it compares each token's own weight with 1/T, the weight of an even spread. "
     "The question is whether another weight of the row is larger: compare with the row's "
     "maximum",
@@ -479,7 +525,12 @@ def check_attends_most_to_itself(attends_most_to_itself: Callable[..., Any]) -> 
         weights = _ch3_weights(x)
         own, top = np.diag(weights), weights.max(axis=-1)
         expected = own >= top
-        result = kit.call_on_copy(attends_most_to_itself, x)
+        result = kit.call_on_copy(
+            attends_most_to_itself,
+            x,
+            argument="x",
+            in_place="x /= np.linalg.norm(x, axis=-1, keepdims=True)",
+        )
         try:
             given = np.asarray(kit.plain(result)) if result is not None else None
         except (TypeError, ValueError, RuntimeError):  # as_result_array explains it
@@ -538,8 +589,10 @@ def check_attends_most_to_itself(attends_most_to_itself: Callable[..., Any]) -> 
                 f"{what} says every token attends most to itself, on every input, but the "
                 f"tokens at positions {wrong} attend more to another one. Compare each "
                 "token's own weight with the LARGEST weight of its row, and score with the "
-                "plain dot product, which grows with the lengths of the vectors: only for "
-                "vectors of equal length (or with cosine similarities) is every answer True"
+                "plain dot product. With vectors of equal length (or cosine similarities) "
+                "every answer is True whatever the input; with the plain dot product token i "
+                "says False where another vector's projection onto x_i, |x_j| cos θ, is "
+                "longer than x_i"
             )
         for slip, explanation in _CH3_SLIPS.items():
             if all(np.array_equal(a.got, _ch3_slips(a.weights)[slip]) for a in answers):

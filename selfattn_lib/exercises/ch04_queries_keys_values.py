@@ -29,11 +29,21 @@ _CH4_CROSS_SHAPE_HINT = (
 )
 
 
-def _ch4_call(function: Callable[..., Any], *args: Any, hint: str = _CH4_SHAPE_HINT) -> Any:
-    """Call the learner's function; a shape error from ``@`` gets ``hint`` about the shapes,
-    one from broadcasting a hint about ``keepdims``."""
+def _ch4_call(
+    function: Callable[..., Any],
+    what: str,
+    arguments: dict[str, Any],
+    hint: str = _CH4_SHAPE_HINT,
+) -> Any:
+    """Call the learner's function with copies of ``arguments`` (the prompt's names and their
+    values): a shape error from ``@`` gets ``hint`` about the shapes, one from broadcasting a
+    hint about ``keepdims``, and an argument changed in place is named."""
+    given = {
+        name: value.copy() if isinstance(value, np.ndarray) else value
+        for name, value in arguments.items()
+    }
     try:
-        return kit.call_quietly(function, *args)
+        result = kit.call_quietly(function, *given.values())
     except kit.Mistake as mistake:
         text = str(mistake)
         if "broadcast" in text:
@@ -45,6 +55,14 @@ def _ch4_call(function: Callable[..., Any], *args: Any, hint: str = _CH4_SHAPE_H
         if "matmul" in text or "not aligned" in text or "shapes" in text:
             raise kit.Mistake(text + hint) from mistake
         raise
+    for name, value in arguments.items():
+        if isinstance(value, np.ndarray) and not np.array_equal(given[name], value):
+            raise kit.Mistake(
+                f"{what} changed its argument `{name}` in place, so the caller's array is no "
+                f"longer what it was: compute into a new array (`{name} / c`, not "
+                f"`{name} /= c`)"
+            )
+    return result
 
 
 def _ch4_output_and_weights(
@@ -75,9 +93,9 @@ def _ch4_attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float) -> tu
 def _ch4_one_query_case(seed: int, t: int = 5) -> tuple[np.ndarray, ...]:
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(t, 4)).round(1)  # (T, D) = (5, 4)
-    w_q = rng.normal(scale=1.5, size=(4, 3)).round(1)  # (D, d_k) = (4, 3)
-    w_k = rng.normal(scale=1.5, size=(4, 3)).round(1)  # (D, d_k)
-    w_v = rng.normal(size=(4, 2)).round(1)  # (D, d_v) = (4, 2)
+    w_q = rng.normal(scale=1.5, size=(4, 3)).round(1)  # (D, D_k) = (4, 3)
+    w_k = rng.normal(scale=1.5, size=(4, 3)).round(1)  # (D, D_k)
+    w_v = rng.normal(size=(4, 2)).round(1)  # (D, D_v) = (4, 2)
     return x, w_q, w_k, w_v
 
 
@@ -90,8 +108,8 @@ def check_one_query_attention(one_query_attention: Callable[..., Any]) -> kit.Fe
 
     Shapes
     ------
-    ``x``: ``(T, D)``, ``w_q``, ``w_k``: ``(D, d_k)``, ``w_v``: ``(D, d_v)`` → ``output``:
-    ``(d_v,)``, ``weights``: ``(T_k,)`` with ``T_k = T``.
+    ``x``: ``(T, D)``, ``w_q``, ``w_k``: ``(D, D_k)``, ``w_v``: ``(D, D_v)`` → ``output``:
+    ``(D_v,)``, ``weights``: ``(T_k,)`` with ``T_k = T``.
 
     Examples
     --------
@@ -106,8 +124,10 @@ def check_one_query_attention(one_query_attention: Callable[..., Any]) -> kit.Fe
     def check_one(seed: int, i: int) -> None:
         x, w_q, w_k, w_v = _ch4_one_query_case(seed)
         what = f"{name}(x, {i}, w_q, w_k, w_v)"
-        result = _ch4_call(one_query_attention, x.copy(), i, w_q.copy(), w_k.copy(), w_v.copy())
-        q, k, v = x @ w_q, x @ w_k, x @ w_v  # (T, d_k), (T, d_k), (T, d_v)
+        result = _ch4_call(
+            one_query_attention, what, {"x": x, "i": i, "w_q": w_q, "w_k": w_k, "w_v": w_v}
+        )
+        q, k, v = x @ w_q, x @ w_k, x @ w_v  # (T, D_k), (T, D_k), (T, D_v)
         expected_output, expected = _ch4_attend(q, k, v, 1 / np.sqrt(3))
         expected_output, expected = expected_output[i], expected[i]
         output, weights = _ch4_output_and_weights(
@@ -172,7 +192,7 @@ def check_one_query_attention(one_query_attention: Callable[..., Any]) -> kit.Fe
                 f"the output of {what} has {x.shape[1]} numbers, one per feature of a token: it "
                 "weights the token vectors x_j. Weight the values, v_j = x_j @ w_v"
             )
-        for_k = kit.values_like(output, weights @ k)  # (d_k,): the keys weighted
+        for_k = kit.values_like(output, weights @ k)  # (D_k,): the keys weighted
         if for_k is not None and np.allclose(for_k, weights @ k):
             raise kit.Mistake(
                 f"the output of {what} weights the keys: the output is the weighted sum of "
@@ -196,13 +216,28 @@ def check_one_query_attention(one_query_attention: Callable[..., Any]) -> kit.Fe
         counted = kit.multiplications_with(
             one_query_attention, (x, 2, w_q, w_k, w_v), index=2, depth=d
         )
-        if counted > d * d_k:
-            raise kit.Mistake(
+        one_query = d * d_k
+        if counted > one_query:
+            right = (
                 f"the result is right, but the checker counts {counted} multiplications with "
-                f"w_q in {name}(x, 2, w_q, w_k, w_v), at D = {d} for each number a matrix "
-                f"product with w_q gives: projecting one token takes D · d_k = {d * d_k}, "
-                f"projecting all {n_tokens} (every query, Q = X W_Q) {n_tokens * d * d_k}. "
-                "Query 2 needs only its own query vector, x[2] @ w_q"
+                f"w_q in {name}(x, 2, w_q, w_k, w_v), at D = {d} for each number a product "
+                f"with w_q gives, where query 2's own vector, x[2] @ w_q, takes D · d_k = "
+                f"{one_query}"
+            )
+            if counted == n_tokens * one_query:
+                raise kit.Mistake(
+                    f"{right}: {counted} is the work of projecting all {n_tokens} tokens (every "
+                    "query, Q = X W_Q). Project only the query you need"
+                )
+            if counted % one_query == 0:
+                raise kit.Mistake(
+                    f"{right}: {counted} is the work of {counted // one_query} query vectors. "
+                    "Compute query 2's once, and no other"
+                )
+            raise kit.Mistake(
+                f"{right}, and your other products with w_q (such as w_q @ w_k.T, whose "
+                f"{d} × {d} numbers count {d} each) are work the prompt does not ask for: "
+                "compute that one query vector, then score the keys with it"
             )
         return (
             "All six steps are right: project, take the dot product with every key, divide by "
@@ -229,7 +264,7 @@ def check_design_projections(design_projections: Callable[[], Any]) -> kit.Feedb
 
     Shapes
     ------
-    no arguments → ``w_q``, ``w_k``: ``(D, d_k)`` with ``D = 8``; ``X``: ``(T, D) = (7, 8)`` and
+    no arguments → ``w_q``, ``w_k``: ``(D, D_k)`` with ``D = 8``; ``X``: ``(T, D) = (7, 8)`` and
     its weights ``(T_q, T_k) = (7, 7)``.
 
     Examples
@@ -280,7 +315,7 @@ def check_design_projections(design_projections: Callable[[], Any]) -> kit.Feedb
                 f"w_q and w_k of {name}() have no columns: d_k must be at least 1, or every "
                 "query and key is empty and every score 0"
             )
-        q, k = x @ w_q, x @ w_k  # (T, d_k) each
+        q, k = x @ w_q, x @ w_k  # (T, D_k) each
         try:
             weights = attention.scaled_dot_product_attention(q, k, k)[1]  # (T, T)
         except ValueError as error:  # scores beyond the range of float64
@@ -327,8 +362,8 @@ def check_cross_attention(cross_attention: Callable[..., Any]) -> kit.Feedback:
 
     Shapes
     ------
-    ``x_q``: ``(T_q, D)``, ``x_kv``: ``(T_k, D)``, ``w_q``, ``w_k``: ``(D, d_k)``, ``w_v``:
-    ``(D, d_v)`` → ``output``: ``(T_q, d_v)``, ``weights``: ``(T_q, T_k)``.
+    ``x_q``: ``(T_q, D)``, ``x_kv``: ``(T_k, D)``, ``w_q``, ``w_k``: ``(D, D_k)``, ``w_v``:
+    ``(D, D_v)`` → ``output``: ``(T_q, D_v)``, ``weights``: ``(T_q, T_k)``.
 
     Examples
     --------
@@ -346,11 +381,8 @@ def check_cross_attention(cross_attention: Callable[..., Any]) -> kit.Feedback:
         what = f"{name}(x_q of shape {x_q.shape}, x_kv of shape {x_kv.shape}, ...)"
         result = _ch4_call(
             cross_attention,
-            x_q.copy(),
-            x_kv.copy(),
-            w_q.copy(),
-            w_k.copy(),
-            w_v.copy(),
+            what,
+            {"x_q": x_q, "x_kv": x_kv, "w_q": w_q, "w_k": w_k, "w_v": w_v},
             hint=_CH4_CROSS_SHAPE_HINT,
         )
         q, k, v = x_q @ w_q, x_kv @ w_k, x_kv @ w_v

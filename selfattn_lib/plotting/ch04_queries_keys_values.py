@@ -50,7 +50,7 @@ def projected_attention_weights(
 
     Shapes
     ------
-    ``x``: ``(T, D)``; ``w_q``, ``w_k``: ``(D, d_k)``; ``labels``: ``T`` strings.
+    ``x``: ``(T, D)``; ``w_q``, ``w_k``: ``(D, D_k)``; ``labels``: ``T`` strings.
 
     Examples
     --------
@@ -63,12 +63,12 @@ def projected_attention_weights(
     w_q = np.asarray(w_q, dtype=np.float64)
     w_k = np.asarray(w_k, dtype=np.float64)
     if x.ndim != 2 or w_q.ndim != 2 or w_k.ndim != 2:
-        raise ValueError("x, w_q and w_k must be matrices (T, D), (D, d_k), (D, d_k)")
+        raise ValueError("x, w_q and w_k must be matrices (T, D), (D, D_k), (D, D_k)")
     if w_q.shape != w_k.shape or w_q.shape[0] != x.shape[1]:
         raise ValueError(
-            f"w_q {w_q.shape} and w_k {w_k.shape} must both be (D, d_k) with D = {x.shape[1]}"
+            f"w_q {w_q.shape} and w_k {w_k.shape} must both be (D, D_k) with D = {x.shape[1]}"
         )
-    queries, keys = x @ (query_scale * w_q), x @ w_k  # (T, d_k) each
+    queries, keys = x @ (query_scale * w_q), x @ w_k  # (T, D_k) each
     _, weights = scaled_dot_product_attention(queries, keys, keys)  # (T, T)
     return heatmap(
         weights,
@@ -98,7 +98,7 @@ def query_scale_panels(
 
     Shapes
     ------
-    ``x``: ``(T, D)``; ``w_q``, ``w_k``: ``(D, d_k)``; ``labels``: ``T`` strings.
+    ``x``: ``(T, D)``; ``w_q``, ``w_k``: ``(D, D_k)``; ``labels``: ``T`` strings.
 
     Examples
     --------
@@ -225,9 +225,9 @@ def attention_flow(
 
     Shapes
     ------
-    ``x``: ``(T, D)``; ``q``, ``k``: ``(T, d_k)``; ``v``: ``(T, d_v)``; ``scaled_scores``,
-    ``weights``: ``(T, T)``; ``output``: ``(T, d_v)``. ``tokens``: ``T`` labels;
-    ``features``: ``D``; ``query_names``, ``key_names``: ``d_k``; ``value_names``: ``d_v``.
+    ``x``: ``(T, D)``; ``q``, ``k``: ``(T, D_k)``; ``v``: ``(T, D_v)``; ``scaled_scores``,
+    ``weights``: ``(T, T)``; ``output``: ``(T, D_v)``. ``tokens``: ``T`` labels;
+    ``features``: ``D``; ``query_names``, ``key_names``: ``D_k``; ``value_names``: ``D_v``.
 
     Examples
     --------
@@ -329,14 +329,14 @@ def one_query_steps(
     value_names: Sequence[str],
 ) -> Diagram:
     """Draw the six steps of one query: (1) its query ``q`` and every key and value,
-    (2) the scores ``q · k_j``, (3) divided by ``√d_k``, (4) their softmax, (5) every value
-    times its weight and (6) their sum, the output. One row per key token. The figure draws
-    the arrays it is given and computes nothing.
+    (2) the dot products ``q · k_j``, (3) divided by ``√d_k``, the scores, (4) their softmax,
+    (5) every value times its weight and (6) their sum, the output. One row per key token. The
+    figure draws the arrays it is given and computes nothing.
 
     Shapes
     ------
-    ``q``: ``(d_k,)``; ``k``: ``(T_k, d_k)``; ``v``, ``weighted_values``: ``(T_k, d_v)``;
-    ``scores``, ``scaled_scores``, ``weights``: ``(T_k,)``; ``output``: ``(d_v,)``.
+    ``q``: ``(D_k,)``; ``k``: ``(T_k, D_k)``; ``v``, ``weighted_values``: ``(T_k, D_v)``;
+    ``scores``, ``scaled_scores``, ``weights``: ``(T_k,)``; ``output``: ``(D_v,)``.
 
     Examples
     --------

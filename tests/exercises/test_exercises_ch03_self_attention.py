@@ -83,6 +83,11 @@ def ch3_clipped(limit):
     return ch3_spotlight_with(lambda s, x, p: ch3_naive_softmax(np.minimum(s, limit)))
 
 
+def ch3_stable_softmax_shifted_by(c):
+    """A softmax that subtracts the number ``c`` from every score."""
+    return lambda scores: ch3_naive_softmax(scores - c)
+
+
 def ch3_shifted_by(shift):
     """A spotlight_output whose softmax subtracts ``shift(scores, position)``, not the max."""
     return ch3_spotlight_with(lambda s, x, p: ch3_naive_softmax(s - shift(s, p)))
@@ -91,6 +96,12 @@ def ch3_shifted_by(shift):
 def ch3_cosine_weights(scores, x, position):
     lengths = np.linalg.norm(x, axis=-1)
     return ch3_stable_softmax(scores / lengths / lengths[position])
+
+
+def ch3_spotlight_weighting_x_in_place(x, position):
+    weights = ch3_stable_softmax(x @ x[position])
+    x *= weights[:, None]  # each token vector times its weight, in the caller's array
+    return x.sum(axis=0)
 
 
 CH3_SPOTLIGHT_MISTAKES = {
@@ -144,6 +155,20 @@ CH3_SPOTLIGHT_MISTAKES = {
         ch3_shifted_by(lambda s, p: s[0]),
         ("is not the largest of its row", "the first score"),
     ),
+    # Shifts ABOVE the row's largest score underflow (review round 3, findings 2 and 9: the
+    # whole matrix's maximum was told it overflowed, and the largest |score| passed).
+    "shift by the largest score of the whole matrix": (
+        lambda x, p: ch3_stable_softmax_shifted_by((x @ x.T).max())(x @ x[p]) @ x,
+        ("underflows to 0", "ABOVE", "larger than the row's maximum", "scores.max()"),
+    ),
+    "shift by the largest |score|": (
+        ch3_shifted_by(lambda s, p: np.abs(s).max()),
+        ("underflows to 0", "the largest |score| is 800", "scores.max()"),
+    ),
+    "shift by the largest self-score (the diagonal's maximum)": (
+        lambda x, p: ch3_stable_softmax_shifted_by((x * x).sum(axis=1).max())(x @ x[p]) @ x,
+        ("underflows to 0", "larger than the row's maximum"),
+    ),
     "shift by the median score": (
         ch3_shifted_by(lambda s, p: np.median(s)),
         ("overflows", "Subtract the largest score"),
@@ -155,6 +180,15 @@ CH3_SPOTLIGHT_MISTAKES = {
     "cosine similarities as scores": (
         ch3_spotlight_with(ch3_cosine_weights),
         ("cosine similarities", "plain dot products"),
+    ),
+    "NaN of the overflow replaced by 0": (
+        ch3_spotlight_with(lambda s, x, p: np.nan_to_num(np.exp(s) / np.exp(s).sum())),
+        ("returned zeros", "np.nan_to_num", "Subtract the largest score"),
+    ),
+    # The caller's x changed (the brief of round 3: the message named `scores`).
+    "the vectors weighted in place": (
+        ch3_spotlight_weighting_x_in_place,
+        ("changed the array `x`", "`x * weights[:, None]`", "caller's x"),
     ),
 }
 
@@ -189,6 +223,9 @@ CH3_SPOTLIGHT_VARIANTS = {
     "float32 throughout": lambda x, p: ch3_spotlight_output(x.astype(np.float32), p),
     "shift, then the low end clipped": ch3_spotlight_with(
         lambda s, x, p: ch3_naive_softmax(np.clip(s - s.max(), -700.0, 0.0))
+    ),
+    "shift by the largest score plus 3 (exact in real arithmetic)": ch3_shifted_by(
+        lambda s, p: s.max() + 3.0
     ),
     "shifted in place on its own copy": ch3_spotlight_with(
         lambda s, x, p: (lambda c: (c.__isub__(c.max()), np.exp(c) / np.exp(c).sum())[1])(s.copy())
@@ -258,6 +295,11 @@ def ch3_features_against_features(x):
     return np.einsum("bde,bte->btd", weights, x), weights
 
 
+def ch3_batched_shifting_x_in_place(x):
+    x -= x.max()  # the shift of the stable softmax, applied to the vectors
+    return ch3_batched_self_attention(x)
+
+
 CH3_BATCHED_MISTAKES = {
     "x.T on a 3-D array": (
         lambda x: (lambda w: (w @ x, w))(ch3_stable_softmax(x @ x.T)),
@@ -312,6 +354,10 @@ CH3_BATCHED_MISTAKES = {
             lambda s, x: ch3_naive_softmax(s - np.diagonal(s, axis1=-2, axis2=-1)[..., None])
         ),
         ("own score (the diagonal)", "LARGEST score"),
+    ),
+    "x shifted in place to keep the exponentials small": (
+        ch3_batched_shifting_x_in_place,
+        ("changed the array `x`", "`x - x.max()`"),
     ),
     "shift by the row's mean": (
         ch3_batched_with(lambda s, x: ch3_naive_softmax(s - s.mean(axis=-1, keepdims=True))),
@@ -390,6 +436,11 @@ def ch3_second_largest(weights):
     return np.sort(weights, axis=-1)[:, -2]
 
 
+def ch3_attends_normalising_in_place(x):
+    x /= np.linalg.norm(x, axis=-1, keepdims=True)  # as the chapter's unit vectors
+    return ch3_attends_most_to_itself(x)
+
+
 CH3_ATTENDS_MISTAKES = {
     "strict > against the row's maximum": (
         lambda x: np.diag(x @ x.T) > (x @ x.T).max(axis=-1),
@@ -405,7 +456,14 @@ CH3_ATTENDS_MISTAKES = {
     ),
     "down the columns": (ch3_own_against(lambda w: w.max(axis=0)), ("COLUMN",)),
     "cosine similarity": (ch3_cosine, ("every token attends most to itself", "cosine")),
-    "always True": (lambda x: np.ones(len(x), dtype=bool), ("positions [0, 3]", "equal length")),
+    "always True": (
+        lambda x: np.ones(len(x), dtype=bool),
+        ("positions [0, 3]", "equal length", "whatever the input", "|x_j| cos θ"),
+    ),
+    "weights from a softmax over axis 0": (
+        lambda x: (lambda w: np.diag(w) >= w.max(axis=-1))(ch3_stable_softmax(x @ x.T, axis=0)),
+        ("COLUMN", "softmax over axis 0", "symmetric"),
+    ),
     "weights rounded as printed": (ch3_rounded, ("close to its row's largest", "rounding")),
     "weights rounded to 3 decimals": (
         lambda x: ch3_rounded(x, 3),
@@ -438,6 +496,10 @@ CH3_ATTENDS_MISTAKES = {
     "the weights themselves": (
         lambda x: np.diag(ch3_stable_softmax(x @ x.T)),
         ("expected booleans",),
+    ),
+    "the vectors normalised in place": (
+        ch3_attends_normalising_in_place,
+        ("changed the array `x`", "`x / np.linalg.norm(x, axis=-1, keepdims=True)`"),
     ),
     "the positions of the True ones": (
         lambda x: np.flatnonzero(ch3_attends_most_to_itself(x)),
@@ -478,6 +540,18 @@ def test_ch3_attends_most_to_itself_names_a_slip_only_if_it_explains_every_input
     assert "COLUMN" not in feedback.message, feedback.message
 
 
+def test_ch3_attends_most_to_itself_says_equal_lengths_suffice_not_that_they_are_needed():
+    # Review round 3, finding 3: "only for vectors of equal length is every answer True" was
+    # false ("cat bus", of lengths 1.26 and 1.58, gives all True).
+    from selfattn_lib import embeddings
+
+    cat_bus = embeddings.embed("cat bus")
+    assert ch3_attends_most_to_itself(cat_bus).all()
+    assert not np.isclose(*np.linalg.norm(cat_bus, axis=-1))
+    feedback = exercises.check_attends_most_to_itself(lambda x: np.ones(len(x), dtype=bool))
+    assert "only for" not in feedback.message, feedback.message
+
+
 def test_ch3_attends_most_to_itself_tolerates_rounding_of_the_own_score():
     # The own score computed a second way can lose to itself by one rounding step.
     def two_ways(x):
@@ -503,6 +577,12 @@ def ch3_unshuffle_sorting_order(shuffled, order):
     return shuffled[order]
 
 
+def ch3_unshuffle_scattering_by_the_inverse(shuffled, order):
+    original = np.empty_like(shuffled)
+    original[np.argsort(order)] = shuffled  # the inverse where order itself belongs
+    return original
+
+
 CH3_UNSHUFFLE_MISTAKES = {
     "the shuffle applied again": (lambda s, o: s[o], ("a second time", "np.argsort(order)")),
     "the rows unchanged": (lambda s, o: s + 0.0, ("shuffled rows unchanged",)),
@@ -519,6 +599,11 @@ CH3_UNSHUFFLE_MISTAKES = {
     "shuffled changed in place": (ch3_unshuffle_in_place, ("`shuffled` in place",)),
     "order sorted in place": (ch3_unshuffle_sorting_order, ("`order` in place",)),
     "some rows only": (lambda s, o: s[:3], ("returned shape (3, 3), expected (5, 3)",)),
+    "the inverse used to scatter": (ch3_unshuffle_scattering_by_the_inverse, ("a second time",)),
+    "rows indexed by the sorted order": (
+        lambda s, o: s[np.sort(o)],
+        ("shuffled rows unchanged",),
+    ),
 }
 
 

@@ -236,11 +236,57 @@ def test_require_own_code_names_the_calls_and_the_rule():
         (lambda x, w: np.dot(x, w / 2.0), 5 * 4 * 3),  # scaled first: still counted
         (lambda x, w: (x[2][:, None] * w).sum(axis=0), 4 * 3),  # broadcasting
         (lambda x, w: x.sum() + w.sum(), 0),
+        # Methods and conversions (review round 3 of issue 27: x.dot(w) and np.asarray(w)
+        # projected every row uncounted).
+        (lambda x, w: x.dot(w)[2], 5 * 4 * 3),
+        (lambda x, w: w.T.dot(x[2]), 4 * 3),
+        (lambda x, w: np.asarray(x).dot(w)[2], 5 * 4 * 3),
+        (lambda x, w: (x @ np.asarray(w))[2], 5 * 4 * 3),
+        (lambda x, w: (x @ np.array(w, dtype=np.float32))[2], 5 * 4 * 3),
+        (lambda x, w: (x @ np.copy(w))[2], 5 * 4 * 3),
+        (lambda x, w: (x @ np.ascontiguousarray(w.T).T)[2], 5 * 4 * 3),
+        (lambda x, w: (x @ w.astype(np.float32))[2], 5 * 4 * 3),
+        (lambda x, w: np.matmul(x, w)[2], 5 * 4 * 3),
+        (lambda x, w: np.tensordot(x, w, axes=1)[2], 5 * 4 * 3),
+        (lambda x, w: np.einsum("td,dk->tk", x, w, optimize=True)[2], 5 * 4 * 3),  # once
+        (lambda x, w: (x @ np.concatenate([w[:2], w[2:]]))[2], 5 * 4 * 3),
+        (lambda x, w: np.array([row @ w for row in x])[2], 5 * 4 * 3),
+        (lambda x, w: np.vdot(x[2], w[:, 0]), 4),
+        (lambda x, w: x @ np.array(w.tolist()), 0),  # numbers taken out: not followed
     ],
 )
 def test_multiplications_with_counts_the_products_with_one_argument(product, expected):
     x, w = np.ones((5, 4)), np.ones((4, 3))
     assert kit.multiplications_with(product, (x, w), index=1, depth=4) == expected
+
+
+@pytest.mark.parametrize("name", ["vecdot", "matvec"])
+def test_multiplications_with_counts_numpy_2s_vector_products(name):
+    product = getattr(np, name, None)
+    if product is None:
+        pytest.skip(f"np.{name} is new in NumPy 2")
+    x, w = np.ones((5, 4)), np.ones((4, 3))
+    if name == "vecdot":
+        answer = kit.multiplications_with(
+            lambda x, w: product(x[2][:, None], w, axis=0), (x, w), 1, 4
+        )
+    else:
+        answer = kit.multiplications_with(lambda x, w: product(w.T, x[2]), (x, w), 1, 4)
+    assert answer == 4 * 3
+
+
+def test_multiplications_with_keeps_the_largest_product_and_numpys_conversions():
+    x, w = np.ones((5, 4)), np.ones((4, 3))
+    asarray = np.asarray
+
+    def two_products(x, w):
+        return x[:2] @ w, x[2] @ np.asarray(w)
+
+    counted = kit.multiplications_with(two_products, (x, w), index=1, depth=4)
+    assert (counted, counted.largest) == (2 * 4 * 3 + 4 * 3, 2 * 4 * 3)
+    # After the count NumPy's conversions are its own again, and give plain arrays.
+    assert np.asarray is asarray
+    assert type(np.asarray(np.ones(2).view(kit.CountedArray))) is np.ndarray
 
 
 def test_switching_off_the_checkers_watch_is_a_mistake():

@@ -29,7 +29,7 @@ def test_ch4_projected_attention_weights_is_uniform_at_scale_zero_and_checks_sha
         x, np.ones((4, 2)), np.ones((4, 2)), "abc", query_scale=0
     )
     np.testing.assert_allclose(fig.axes[0].images[0].get_array(), 1 / 3)
-    with pytest.raises(ValueError, match=r"must both be \(D, d_k\) with D = 4"):
+    with pytest.raises(ValueError, match=r"must both be \(D, D_k\) with D = 4"):
         plotting.projected_attention_weights(x, np.ones((4, 2)), np.ones((4, 3)), "abc")
     with pytest.raises(ValueError, match="must be matrices"):
         plotting.projected_attention_weights(x[0], np.ones((4, 2)), np.ones((4, 2)), "abc")
