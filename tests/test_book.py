@@ -390,7 +390,7 @@ def test_glossary_d_k_equals_the_model_dimension_only_by_convention():
     assert "unless there is one head" not in text and "$D = 8$, $d_k = 2$" in text
     chapter_4 = read_notebook(ROOT / "notebooks" / "04_queries_keys_values.ipynb")
     code = "\n".join(cell.source for cell in chapter_4.cells if cell.cell_type == "code")
-    assert "W_Q = np.zeros((8, 2))  # (D, d_k)" in code
+    assert "W_Q = np.zeros((8, 2))  # (D, D_k)" in code
 
 
 def test_notation_defines_the_head_size_it_uses_in_formulas():
