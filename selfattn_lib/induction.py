@@ -174,9 +174,11 @@ class AttentionOnlyTransformer(nn.Module):
     mean ablation because with no layer norm and no biases a head's output is one term of a
     sum: zero removes exactly that term and every path through it, whatever the batch. The
     cost: it also removes what the head writes whatever the tokens are (for example what it
-    reads from the first token when nothing matches), which can raise the loss a little on
-    its own. Mean ablation (the head's output replaced by its mean over a batch) keeps that
-    part, but depends on the batch and does nothing to a batch of one sequence.
+    reads from the first token when nothing matches), which can raise the loss on its own: on
+    chapter 14's model by up to about 1 bit per token on the first half (layer 1 head 0:
+    7.07 bits switched off, 6.12 mean-ablated, 6.08 intact). Mean ablation (the head's output
+    replaced by its mean over a batch, at each position) keeps that part, but depends on the
+    batch and does nothing to a batch of one sequence.
 
     Shapes
     ------

@@ -167,9 +167,10 @@ class GPT(nn.Module):
     """A decoder-only Transformer language model in the style of GPT-2.
 
     ``logits = LN(layers(E[tokens] + P[positions])) Eᵀ``: token embeddings ``E`` plus learned
-    position embeddings ``P`` (both drawn with standard deviation 0.02, as in GPT-2), then
-    dropout, ``n_layers`` pre-norm :class:`~selfattn_lib.layers.EncoderLayer` under a
-    causal mask, a final layer norm, and the output projection, which is the token embedding
+    position embeddings ``P`` (both drawn with standard deviation 0.02, as in nanoGPT and
+    Hugging Face's GPT-2; OpenAI's released GPT-2 code draws ``P`` with 0.01), then dropout,
+    ``n_layers`` pre-norm :class:`~selfattn_lib.layers.EncoderLayer` under a causal mask, a
+    final layer norm, and the output projection, which is the token embedding
     matrix itself (``output.weight is token_embedding.weight``).
 
     With a ``cache`` (:meth:`new_cache`), the tokens given are taken to follow the ones the

@@ -95,6 +95,16 @@ def test_output_projection_is_the_token_embedding():
     assert "output.weight" not in dict(model.named_parameters())  # counted once
 
 
+def test_both_embeddings_start_at_standard_deviation_0_02_and_nothing_else_does():
+    """Chapter 12: 'here only the two embeddings start at 0.02' (nanoGPT draws both so)."""
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=500, context_length=400, d_model=64))
+    for embedding in (model.token_embedding, model.position_embedding):
+        assert abs(embedding.weight.std().item() - 0.02) < 0.001
+    matrices = [p for name, p in model.blocks.named_parameters() if p.ndim == 2]
+    assert matrices and all(p.std().item() > 0.03 for p in matrices)  # PyTorch's defaults
+
+
 def test_a_later_token_never_changes_an_earlier_prediction():
     model = small_model()
     tokens = torch.randint(0, SMALL.vocab_size, (2, 10))
@@ -218,6 +228,27 @@ def test_training_follows_the_schedule_and_prints_ten_lines(capsys):
     )  # fmt: skip
     assert history.learning_rates == pytest.approx([step * 1e-4 for step in range(1, 21)])
     assert len(capsys.readouterr().out.splitlines()) == 10
+
+
+def test_training_uses_adamw_with_beta_2_0_99_and_pytorchs_epsilon(monkeypatch):
+    """Chapter 12: Adam as in chapter 10 but with β₂ = 0.99 and ε = 1e-8 (chapter 10's
+    training.train: the paper's 0.98 and 1e-9), plus weight decay."""
+    made = []
+
+    class Recorded(torch.optim.AdamW):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(torch.optim, "AdamW", Recorded)
+    model = GPT(GPTConfig(vocab_size=5, context_length=4, d_model=8, n_heads=2, d_ff=8))
+    train_language_model(
+        model, periodic(5), steps=1, batch_size=2, generator=torch.Generator().manual_seed(0)
+    )
+    (optimizer,) = made
+    assert optimizer.defaults["betas"] == (0.9, 0.99) and optimizer.defaults["eps"] == 1e-8
+    decays = sorted(group["weight_decay"] for group in optimizer.param_groups)
+    assert decays == [0, 0.01]
 
 
 def test_weight_decay_leaves_biases_and_norms_alone():

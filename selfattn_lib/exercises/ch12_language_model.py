@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -65,7 +66,7 @@ def check_next_token_probabilities(next_token_probabilities: Callable[..., Any])
                 softmax.softmax(plain / temperature, axis=-1),
                 "this is a softmax of the probabilities divided by T: a second softmax of "
                 "numbers between 0 and 1 comes out nearly uniform for T near 1 or above, and "
-                "it is never softmax(logits / T). Divide the LOGITS by T, then take one softmax",
+                "it is not softmax(logits / T). Divide the LOGITS by T, then take one softmax",
             ),
             (
                 plain ** (1 / temperature),
@@ -74,14 +75,31 @@ def check_next_token_probabilities(next_token_probabilities: Callable[..., Any])
                 "logits by T before the softmax)",
             ),
             (
+                softmax.softmax(logits / temperature**2, axis=-1),
+                f"the logits were divided by {t} TWICE, that is by T² = {temperature**2:g}: "
+                "divide them by T once, then take the softmax",
+            ),
+            (
+                softmax.softmax(logits / math.sqrt(temperature), axis=-1),
+                f"the logits were divided by √T = {math.sqrt(temperature):.4g}, not by {t}: "
+                "the temperature itself divides the logits",
+            ),
+            (
                 softmax.softmax(logits * temperature, axis=-1),
                 f"the logits were MULTIPLIED by {t}: divide them by T, so that a temperature "
                 "below 1 makes the distribution sharper and one above 1 flatter",
             ),
             (
                 plain,
-                f"the temperature was left out: this is the softmax of the logits, whatever "
-                f"T is. Divide the logits by {t} before the softmax",
+                f"the temperature has no effect: this is the softmax of the logits, whatever "
+                "T is (T left out, or added to or subtracted from every logit, which the "
+                f"softmax ignores). Divide the logits by {t} before the softmax",
+            ),
+            (
+                logits / temperature
+                - np.expand_dims(softmax.log_sum_exp(logits / temperature, axis=-1), -1),
+                "these are LOG-probabilities (the log-softmax), which are negative and do not "
+                "sum to 1: return the probabilities themselves, exp of them",
             ),
         ]
         if logits.ndim == 2:
@@ -119,7 +137,13 @@ def check_next_token_probabilities(next_token_probabilities: Callable[..., Any])
             what = f"{name}({shown}, temperature={temperature:g})"
             expected = sampling.temperature_probabilities(logits, temperature)
             try:
-                result = kit.call_on_copy(next_token_probabilities, logits, temperature)
+                result = kit.call_on_copy(
+                    next_token_probabilities,
+                    logits,
+                    temperature,
+                    argument="logits",
+                    in_place="logits /= temperature",
+                )
             except kit.Mistake as mistake:
                 if logits.ndim == 2 and "broadcast" in str(mistake):
                     raise kit.Mistake(
@@ -139,6 +163,7 @@ def check_next_token_probabilities(next_token_probabilities: Callable[..., Any])
             got = kit.as_result_array(result, expected, what)
             if kit.match_known_mistakes(got, expected, mistakes(logits, temperature), what):
                 continue
+            kit.require_unrounded(got, expected, what)
             totals = got.sum(axis=-1)
             if not np.allclose(totals, 1.0):
                 sums = (
@@ -291,6 +316,12 @@ def check_top_p_filter(top_p_filter: Callable[..., Any]) -> kit.Feedback:
             (_ch12_normalised(np.where(too_few, probabilities, 0)), one_too_few),
             (np.where(too_few, probabilities, 0), one_too_few),
             (
+                np.where(expected_mask, probabilities, 0) / p,
+                f"the right tokens are kept, but divided by p = {p:g}: renormalise by their "
+                f"own total, {probabilities[expected_mask].sum():g}, which is at least p, so "
+                "that the result sums to 1",
+            ),
+            (
                 np.where(expected_mask, probabilities, 0),
                 "the right tokens are kept, but the result sums to "
                 f"{probabilities[expected_mask].sum():g}, not 1: divide the kept "
@@ -313,7 +344,13 @@ def check_top_p_filter(top_p_filter: Callable[..., Any]) -> kit.Feedback:
         what = f"{name}({kit.show(probabilities)}, p={p:g})"
         expected = sampling.top_p_filter(probabilities, p)
         kept_ids = np.flatnonzero(expected > 0)
-        result = kit.call_on_copy(top_p_filter, probabilities, p)
+        result = kit.call_on_copy(
+            top_p_filter,
+            probabilities,
+            p,
+            argument="probabilities",
+            in_place="probabilities /= probabilities.sum()",
+        )
         returned = kit.plain(kit.require_result(result, what))
         values = kit.values_like(returned, expected)
         if values is None:
@@ -342,6 +379,7 @@ def check_top_p_filter(top_p_filter: Callable[..., Any]) -> kit.Feedback:
         got = kit.as_result_array(result, expected, what)
         if kit.match_known_mistakes(got, expected, mistakes(probabilities, p), what):
             return
+        kit.require_unrounded(got, expected, what)
         if not np.isclose(got.sum(), 1.0):
             raise kit.Mistake(f"{what} sums to {got.sum():.6g}, not 1: renormalise")
         got_ids = np.flatnonzero(got > 0)

@@ -108,6 +108,7 @@ def _ch14_check_score(
     got = kit.as_result_array(result, expected, what)
     if kit.match_known_mistakes(got, expected, mistakes, what, atol=_CH14_ATOL):
         return
+    kit.require_unrounded(got, expected, what)
     if (got > 1 + _CH14_ATOL).any() or (got < -_CH14_ATOL).any():
         raise kit.Mistake(
             f"{what} returned {kit.show(np.round(got, 4))}: a {score} score is a mean of "
@@ -173,6 +174,7 @@ def _ch14_previous_mistakes(weights: np.ndarray) -> list[tuple[Any, str]]:
         f"1 … T − 1 only, T − 1 = {n_tokens - 1} of them"
     )
     right = _ch14_key_mean(weights, later, -1)
+    on_previous = np.diagonal(weights, offset=-1, axis1=-2, axis2=-1)  # (B, H, T − 1)
     return [
         (_ch14_key_mean(weights, every, 0), itself),
         (_ch14_key_mean(weights, later, 0), itself),
@@ -198,6 +200,18 @@ def _ch14_previous_mistakes(weights: np.ndarray) -> list[tuple[Any, str]]:
         (
             (weights[:, :, 0, 0].mean(axis=0) + (n_tokens - 1) * right) / n_tokens,
             query_0.format(key=0, what="its weight on itself, always 1"),
+        ),
+        (
+            np.median(on_previous, axis=(0, 2)),
+            "this is the MEDIAN of the weights on key i − 1: the score is their mean",
+        ),
+        (
+            (on_previous / (1 - np.diagonal(weights, axis1=-2, axis2=-1)[..., 1:])).mean(
+                axis=(0, 2)
+            ),
+            "each weight on key i − 1 was divided by what the query does not keep on itself, "
+            "1 − (weight on key i): the score is the weight itself, a share of ALL its "
+            "attention, not of the attention it gives other tokens",
         ),
         (
             weights[:, :, -1, 0].mean(axis=0) / n_tokens,
@@ -339,6 +353,10 @@ def _ch14_prefix_mistakes(weights: np.ndarray, n: int) -> list[tuple[Any, str]]:
             f"i = n … 2n − 1 = {n} … {2 * n - 1}",
         ),
         (
+            np.median(np.diagonal(weights, offset=1 - n, axis1=-2, axis2=-1)[..., 1:], axis=(0, 2)),
+            "this is the MEDIAN of the weights on key i − n + 1: the score is their mean",
+        ),
+        (
             _ch14_largest_share(weights, repeated, 1 - n),
             "this is how often key i − n + 1 gets the LARGEST weight of its query: the score "
             "is the mean of the weight itself",
@@ -463,6 +481,11 @@ def _ch14_half_mistakes(
             expected * math.log(2),
             "these are nats (natural logarithms), not bits: divide by ln 2 (or take log2), "
             "so that guessing among V tokens costs log2 V bits",
+        ),
+        (
+            2.0**expected,
+            "these are perplexities, 2 to the power of the bits (e to the power of the nats): "
+            "return the mean loss in bits per token itself",
         ),
         (
             expected * math.log(2) / math.log(10),
@@ -657,6 +680,7 @@ def check_half_losses(half_losses: Callable[..., Any]) -> kit.Feedback:
             if not kit.match_known_mistakes(
                 value, right, slips, label, atol=_CH14_LOOSE_ATOL, joiner=" "
             ):
+                kit.require_unrounded(value, right, label)
                 kit.assert_close(value, right, f"{label} (in bits)", atol=_CH14_LOOSE_ATOL)
 
     def checks() -> str:
@@ -769,6 +793,16 @@ def _ch14_copying_mistakes(
             "modulus of each complex eigenvalue",
         ),
         (
+            trace / np.sqrt((np.abs(eigenvalues) ** 2).sum()),
+            "the denominator is √(Σ |λ|²), the length of the vector of eigenvalues: it is "
+            "Σ |λ|, the sum of their moduli, so that a pure copy scores 1",
+        ),
+        (
+            float(np.abs(eigenvalues.real).sum() / np.abs(eigenvalues).sum()),
+            "the numerator is Σ |Re λ|, which is never negative: it is Σ λ (its real part), "
+            "where a negative eigenvalue counts against the score",
+        ),
+        (
             trace / np.abs(eigenvalues.real).sum(),
             "the denominator is Σ |Re λ|, the real parts only: it is Σ |λ|, the modulus of "
             "each complex eigenvalue, √(Re² + Im²)",
@@ -879,6 +913,7 @@ def check_copying_score(copying_score: Callable[..., Any]) -> kit.Feedback:
         mistakes = _ch14_copying_mistakes(w_e, w_v, w_o, w_u, expected)
         if kit.match_known_mistakes(got, expected, mistakes, what, atol=_CH14_LOOSE_ATOL):
             return
+        kit.require_unrounded(got, expected, what)
         kit.assert_close(got, np.float64(expected), what, atol=_CH14_LOOSE_ATOL)
 
     def checks() -> str:

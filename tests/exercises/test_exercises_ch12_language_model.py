@@ -131,8 +131,16 @@ def ch12_without_keepdims(logits, temperature):
     ("answer", "fragments"),
     [
         (lambda x, t: ch12_softmax(x) / t, ["divided by T = 0.5 AFTER the softmax"]),
-        (lambda x, t: ch12_softmax(ch12_softmax(x) / t), ["a second softmax"]),
+        (
+            lambda x, t: ch12_softmax(ch12_softmax(x) / t),
+            ["a second softmax", "it is not softmax(logits / T)"],
+        ),
         (lambda x, t: ch12_softmax(x) ** (1 / t), ["power 1/T", "divide each row by its total"]),
+        (
+            lambda x, t: ch12_softmax(np.asarray(x) / t / t),
+            ["divided by T = 0.5 TWICE, that is by T² = 0.25"],
+        ),
+        (lambda x, t: ch12_softmax(x / np.sqrt(t)), ["divided by √T = 0.7071, not by T = 0.5"]),
         (lambda x, t: ch12_softmax(x * t), ["MULTIPLIED by T = 0.5"]),
         (ch12_no_max_subtraction, ["returned NaN", "e^1000 overflows", "largest logit"]),
         (lambda x, t: ch12_softmax(x / t, axis=0), ["each COLUMN sums to 1"]),
@@ -166,7 +174,9 @@ def test_ch12_next_token_probabilities_does_not_accept_a_changed_argument():
         return ch12_softmax(logits)
 
     assert_ch12_mistake(
-        exercises.check_next_token_probabilities(in_place), "changed the array it was given"
+        exercises.check_next_token_probabilities(in_place),
+        "changed the array `logits` it was given (for example with `logits /= temperature`)",
+        "compute `logits / temperature` into a new array",
     )
 
 
@@ -272,7 +282,10 @@ def ch12_top_p_in_place(probabilities, p):
         ),
         (ch12_top_p_ids, ["returned the ids of the kept tokens, [1, 3]"]),
         (ch12_top_p_mask, ["returned a mask"]),
-        (ch12_top_p_in_place, ["changed the array it was given"]),
+        (
+            ch12_top_p_in_place,
+            ["changed the array `probabilities` it was given", "caller's probabilities stay"],
+        ),
         (
             ch12_top_p_with(lambda running, ranked, p: running - ranked < p - 0.2),
             ["keeps the tokens [1, 3, 6]", "has 5 tokens"],
@@ -665,6 +678,43 @@ def ch12_top_p_ascending(probabilities, p):
     return kept / kept.sum()
 
 
+def ch12_top_p_torch(probabilities, p):
+    import torch
+
+    ranked, order = torch.sort(torch.as_tensor(probabilities), descending=True)
+    keep = torch.cumsum(ranked, 0) - ranked < p
+    kept = torch.zeros_like(ranked)
+    kept[order[keep]] = ranked[keep]
+    return kept / kept.sum()
+
+
+def ch12_top_p_heap(probabilities, p):
+    import heapq
+
+    heap = [(-probability, token) for token, probability in enumerate(probabilities)]
+    heapq.heapify(heap)
+    kept, total = [0.0] * len(probabilities), 0.0
+    while total < p:
+        negative, token = heapq.heappop(heap)
+        kept[token], total = -negative, total - negative
+    return [probability / total for probability in kept]
+
+
+def ch12_top_p_at_the_kth_probability(probabilities, p):
+    """Keeps every token at least as probable as the last one of the nucleus."""
+    ranked = np.sort(probabilities)[::-1]
+    last = ranked[np.argmax(np.cumsum(ranked) >= p)]
+    kept = np.where(probabilities >= last, probabilities, 0.0)
+    return kept / kept.sum()
+
+
+def ch12_next_token_as_one_row_or_many(logits, temperature):
+    rows = np.atleast_2d(logits) / temperature  # (B, V)
+    exponentials = np.exp(rows - rows.max(axis=1)[:, None])
+    result = exponentials / exponentials.sum(axis=1)[:, None]
+    return result[0] if np.ndim(logits) == 1 else result
+
+
 def ch12_merge_from_the_right(ids, pair, new_id):
     merged, i = [], len(ids)
     while i > 0:
@@ -761,7 +811,7 @@ def ch12_train_bpe_most_common(ids, n_merges, vocab_size):
         (
             "check_next_token_probabilities",
             lambda x, t: ch12_softmax(np.asarray(x)),
-            ["temperature=0.5)", "temperature was left out"],
+            ["temperature=0.5)", "the temperature has no effect"],
         ),
         (
             "check_next_token_probabilities",
@@ -853,6 +903,32 @@ def ch12_train_bpe_most_common(ids, n_merges, vocab_size):
             lambda ids, n, v: ch12_train_bpe(ids, n, v, merge=ch12_merge_from_the_right),
             ["in the replacement, it scans from the RIGHT", "(xx) x"],
         ),
+        # Third review: slips that the checkers used to call only 'off' or 'sums to …'.
+        (
+            "check_next_token_probabilities",
+            lambda x, t: ch12_softmax(np.asarray(x) - t),
+            ["temperature=0.5)", "subtracted from every logit, which the softmax ignores"],
+        ),
+        (
+            "check_next_token_probabilities",
+            lambda x, t: np.log(ch12_next_token_probabilities(x, t)),
+            ["temperature=1): these are LOG-probabilities"],
+        ),
+        (
+            "check_next_token_probabilities",
+            lambda x, t: np.round(ch12_next_token_probabilities(x, t), 3),
+            ["temperature=1) is rounded to 3 decimals"],
+        ),
+        (
+            "check_top_p_filter",
+            lambda probabilities, p: ch12_top_p_filter(probabilities, p) * 0.65 / p,
+            ["p=0.6): the right tokens are kept, but divided by p = 0.6", "own total, 0.65"],
+        ),
+        (
+            "check_top_p_filter",
+            lambda probabilities, p: np.round(ch12_top_p_filter(probabilities, p), 2),
+            ["p=0.6) is rounded to 2 decimals"],
+        ),
     ],
 )
 def test_ch12_checkers_name_more_mistakes(name, answer, fragments):
@@ -869,6 +945,10 @@ def test_ch12_checkers_name_more_mistakes(name, answer, fragments):
             lambda x, t: ch12_softmax((np.asarray(x) - np.max(x, axis=-1, keepdims=True)) / t),
         ),
         ("check_top_p_filter", ch12_top_p_searchsorted),
+        ("check_top_p_filter", ch12_top_p_torch),
+        ("check_top_p_filter", ch12_top_p_heap),
+        ("check_top_p_filter", ch12_top_p_at_the_kth_probability),
+        ("check_next_token_probabilities", ch12_next_token_as_one_row_or_many),
         ("check_top_p_filter", ch12_top_p_ascending),
         ("check_apply_merges", ch12_apply_merges_by_rank_table),
         ("check_apply_merges", ch12_apply_merges_recursive),

@@ -907,6 +907,57 @@ def ch14_real_eigenvalues_only(circuit, eigenvalues):
             ch14_copying_with(lambda c, ev: ev.sum().real / np.abs(ev).max()),
             ["the denominator is the largest |λ| only"],
         ),
+        # Third review: slips that the checkers used to call only 'off'.
+        (
+            "check_previous_token_score",
+            lambda w: np.median(ch14_diagonal(w, -1), axis=(0, 2)),
+            ["(2, 3, 5, 5)): this is the MEDIAN of the weights on key i − 1"],
+        ),
+        (  # the share of what the query does not keep on itself
+            "check_previous_token_score",
+            lambda w: (ch14_diagonal(w, -1) / (1 - ch14_diagonal(w, 0)[..., 1:])).mean(axis=(0, 2)),
+            ["divided by what the query does not keep on itself", "a share of ALL its attention"],
+        ),
+        (
+            "check_previous_token_score",
+            lambda w: np.round(ch14_previous_token_score(w), 2),
+            ["(2, 3, 5, 5)) is rounded to 2 decimals"],
+        ),
+        (
+            "check_prefix_matching_score",
+            lambda w, n: np.median(ch14_diagonal(w, 1 - n)[..., 1:], axis=(0, 2)),
+            ["half_length=4): this is the MEDIAN of the weights on key i − n + 1"],
+        ),
+        (
+            "check_prefix_matching_score",
+            lambda w, n: np.round(ch14_prefix_matching_score(w, n), 2),
+            ["half_length=4) is rounded to 2 decimals"],
+        ),
+        (
+            "check_half_losses",
+            lambda logits, tokens: tuple(2.0 ** np.array(ch14_half_losses(logits, tokens))),
+            ["tokens of shape (3, 10)): these are perplexities"],
+        ),
+        (
+            "check_half_losses",
+            lambda logits, tokens: tuple(np.round(ch14_half_losses(logits, tokens), 2)),
+            ["tokens of shape (3, 10)): the first half is rounded to 2 decimals"],
+        ),
+        (
+            "check_copying_score",
+            ch14_copying_with(lambda c, ev: ev.sum().real / np.sqrt((np.abs(ev) ** 2).sum())),
+            ["w_u of shape (6, 9)): the denominator is √(Σ |λ|²)"],
+        ),
+        (
+            "check_copying_score",
+            ch14_copying_with(lambda c, ev: np.abs(ev.real).sum() / np.abs(ev).sum()),
+            ["the numerator is Σ |Re λ|, which is never negative"],
+        ),
+        (
+            "check_copying_score",
+            lambda *matrices: round(float(ch14_copying_score(*matrices)), 2),
+            ["w_u of shape (6, 9)) is rounded to 2 decimals"],
+        ),
     ],
 )
 def test_ch14_checkers_name_more_mistakes(name, answer, fragments):
@@ -928,6 +979,28 @@ def test_ch14_checkers_name_more_mistakes(name, answer, fragments):
             ),
         ),
         ("check_prefix_matching_score", ch14_prefix_masked),
+        (  # a loop over heads, sequences and queries, in float32
+            "check_previous_token_score",
+            lambda w: np.array(
+                [
+                    np.mean(
+                        [w[b, h, i, i - 1] for b in range(len(w)) for i in range(1, w.shape[-1])]
+                    )
+                    for h in range(w.shape[1])
+                ],
+                dtype=np.float32,
+            ),
+        ),
+        (
+            "check_copying_score",
+            lambda w_e, w_v, w_o, w_u: ch14_score_of(w_e @ w_v @ w_o @ w_u, np.eye(len(w_e))),
+        ),
+        (  # np.linalg.eig's eigenvalues
+            "check_copying_score",
+            ch14_copying_with(
+                lambda c, ev: (lambda e: e.sum().real / np.abs(e).sum())(np.linalg.eig(c)[0])
+            ),
+        ),
         ("check_half_losses", ch14_half_losses_with_masks),
         (
             "check_half_losses",
