@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -501,126 +498,6 @@ def check_merge_softmax_states(merge_states: Callable[..., Any]) -> kit.Feedback
     return kit.run_checks(checks)
 
 
-#: NumPy's functions that turn an array into a new, plain one: while the learner's function runs
-#: they return counted keys for counted keys, so that converting the keys hides no product.
-_CH11_CONVERSIONS = (
-    "array",
-    "asarray",
-    "ascontiguousarray",
-    "asfortranarray",
-    "asarray_chkfinite",
-    "copy",
-)
-
-
-class _Ch11Tally(list):
-    """The counter of a :class:`kit.CountedArray`, ``[total]``, that also keeps the largest
-    single product (the multiplications behind one matrix product or one ``*``)."""
-
-    largest = 0
-
-    def __setitem__(self, index: Any, value: Any) -> None:
-        self.largest = max(self.largest, value - self[index])
-        super().__setitem__(index, value)
-
-
-#: NumPy functions whose result is not the keys moved about: the products (the kit counts them)
-#: and new arrays that only take the keys' shape.
-_CH11_NOT_KEYS = (np.dot, np.einsum, np.tensordot, np.inner)
-_CH11_NOT_KEYS += (np.zeros_like, np.ones_like, np.empty_like, np.full_like)
-
-
-def _ch11_first_counted(arrays: Any) -> kit.CountedArray | None:
-    """The first array with a counter among ``arrays`` and the lists in it, or None."""
-    for x in arrays:
-        if isinstance(x, kit.CountedArray) and x.counter is not None:
-            return x
-        if isinstance(x, list | tuple) and (found := _ch11_first_counted(x)) is not None:
-            return found
-    return None
-
-
-class _Ch11Array(kit.CountedArray):
-    """The checker's ``q``, ``k`` and ``v`` while the learner's function runs: counted arrays
-    (only ``k`` has a counter) that also count the method ``a.dot(b)``, and that keep counting
-    through NumPy's functions that move the keys about (``np.pad``, ``np.concatenate``,
-    ``np.vstack`` …). ``q`` and ``v`` are of this type too, so that ``q_block.dot(k_block.T)``
-    calls this ``dot``."""
-
-    def dot(self, b: Any, out: Any = None) -> Any:
-        return np.dot(self, b, out=out)
-
-    def _source(self, arrays: Any) -> kit.CountedArray:
-        found = _ch11_first_counted(arrays)
-        return self if found is None else found
-
-    @staticmethod
-    def _kept(result: Any, source: kit.CountedArray) -> Any:
-        if isinstance(result, list | tuple):
-            return type(result)(_Ch11Array._kept(part, source) for part in result)
-        if type(result) not in (np.ndarray, kit.CountedArray) or not result.shape:
-            return result
-        kept = result.view(_Ch11Array)
-        kept.counter, kept.depth = source.counter, source.depth
-        return kept
-
-    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        source = self._source(inputs)
-        result = kit.CountedArray.__array_ufunc__(source, ufunc, method, *inputs, **kwargs)
-        # The kit returns element-wise work on counted arrays as its own type: keep this one.
-        return self._kept(result, source) if type(result) is kit.CountedArray else result
-
-    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        source = self._source((*args, *kwargs.values()))
-        result = kit.CountedArray.__array_function__(source, func, types, args, kwargs)
-        return result if func in _CH11_NOT_KEYS else self._kept(result, source)
-
-
-@contextlib.contextmanager
-def _ch11_conversions_keep_counting() -> Iterator[None]:
-    """While active, ``np.asarray(k)``, ``np.array(k, dtype=…)``, ``np.copy(k)`` … of counted
-    keys return counted keys (the kit's own conversions, which drop the counting on purpose,
-    are left as they are)."""
-    originals = {name: getattr(np, name) for name in _CH11_CONVERSIONS}
-
-    def following(convert: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(convert)
-        def converted(a: Any, *args: Any, **kwargs: Any) -> Any:
-            result = convert(a, *args, **kwargs)
-            from_kit = sys._getframe(1).f_globals.get("__name__") == kit.__name__
-            if isinstance(a, kit.CountedArray) and not from_kit and type(result) is np.ndarray:
-                result = result.view(type(a))
-                result.counter, result.depth = a.counter, a.depth
-            return result
-
-        return converted
-
-    for name, convert in originals.items():
-        setattr(np, name, following(convert))
-    try:
-        yield
-    finally:
-        for name, convert in originals.items():
-            setattr(np, name, convert)
-
-
-def _ch11_key_products(
-    function: Callable[..., Any], args: tuple[Any, ...], depth: int
-) -> _Ch11Tally:
-    """The multiplications ``function(q, k, v, block_size)`` makes with its keys ``k``
-    (:class:`_Ch11Array`, followed through NumPy's conversions): ``tally[0]`` is their
-    total and ``tally.largest`` the largest single product."""
-    tally = _Ch11Tally([0])
-    given = [
-        np.array(arg, dtype=np.float64).view(_Ch11Array) if isinstance(arg, np.ndarray) else arg
-        for arg in args
-    ]  # q, k and v as copies; only k counts
-    given[1].counter, given[1].depth = tally, depth
-    with _ch11_conversions_keep_counting():
-        kit.call_quietly(function, *given)
-    return tally
-
-
 def _ch11_causal(
     q: np.ndarray, k: np.ndarray, v: np.ndarray, diagonal: int = 0, scale: float | None = None
 ) -> np.ndarray:
@@ -824,8 +701,10 @@ def check_causal_blocked_attention(causal_blocked_attention: Callable[..., Any])
         at once, and whether the lines of Python run depend on block_size."""
         n_tokens, block_size, d_k = 64, 8, 4
         q, k, v = (rng.normal(size=(n_tokens, d)) for d in (d_k, d_k, 3))
-        tally = _ch11_key_products(causal_blocked_attention, (q, k, v, block_size), d_k)
-        counted, every_pair = tally[0], n_tokens * n_tokens * d_k
+        counted = kit.multiplications_with(
+            causal_blocked_attention, (q, k, v, block_size), index=1, depth=d_k
+        )
+        every_pair = n_tokens * n_tokens * d_k
         visible = n_tokens * (n_tokens + 1) // 2 * d_k  # each query against keys 0 … i
         right = f"the result is right, but {name}(q, k, v, block_size={block_size}) with T = "
         right += f"{n_tokens}"
@@ -883,17 +762,17 @@ def check_causal_blocked_attention(causal_blocked_attention: Callable[..., Any])
                 "keys up to the block's end, folding each into the running maximum, sum and "
                 "accumulator"
             )
-        if tally.largest > tile:
+        if counted.largest > tile:
             raise kit.Mistake(
-                f"{right} made a product of {tally.largest:,} multiplications with the keys at "
+                f"{right} made a product of {counted.largest:,} multiplications with the keys at "
                 f"once, more than one {block_size} × {block_size} tile of scores "
                 f"(block_size² · D_k = {tile:,}): it scores many keys together instead of one "
                 "tile at a time. Fold each tile into the running maximum, sum and accumulator "
                 "(online softmax), then take the next"
             )
-        if tally.largest <= block_size * d_k:
+        if counted.largest <= block_size * d_k:
             raise kit.Mistake(
-                f"{right} made no product of more than {tally.largest} multiplications with the "
+                f"{right} made no product of more than {counted.largest} multiplications with the "
                 f"keys, one row or one column of a {block_size} × {block_size} tile "
                 f"(block_size · D_k = {block_size * d_k}): it scores one query (or one key) at a "
                 "time. Cut the queries into blocks too, and score a block of queries against a "

@@ -726,15 +726,25 @@ def test_ch11_causal_blocked_attention_turns_down_pytorch_and_the_library():
 
 
 def test_ch11_counting_the_keys_leaves_numpy_as_it_was():
-    from selfattn_lib.exercises import ch11_at_scale
+    from selfattn_lib.exercises import _kit as kit
 
     before = (np.asarray, np.array, np.copy)
     exercises.check_causal_blocked_attention(ch11_causal_blocked_attention)
     assert (np.asarray, np.array, np.copy) == before
-    with pytest.raises(ZeroDivisionError):
-        with ch11_at_scale._ch11_conversions_keep_counting():
-            assert np.asarray is not before[0]
-            1 / 0  # noqa: B018 - an error inside puts NumPy back too
+    inside = []
+
+    def converts_the_keys_then_fails(q, k, v, block_size):
+        inside.append((np.asarray, np.array, np.copy))
+        inside.append([type(convert(k)) for convert in (np.asarray, np.array, np.copy)])
+        1 / 0  # noqa: B018 - an error inside puts NumPy back too
+
+    q, k, v = (np.ones((6, d)) for d in (4, 4, 3))
+    with pytest.raises(kit.Mistake, match="raised ZeroDivisionError"):
+        kit.multiplications_with(converts_the_keys_then_fails, (q, k, v, 2), index=1, depth=4)
+    # While counting, the learner's conversions of the keys keep counting …
+    assert all(convert is not original for convert, original in zip(inside[0], before, strict=True))
+    assert inside[1] == [kit.CountedArray] * 3
+    # … and after it, even after an error, NumPy's conversions are its own again.
     assert (np.asarray, np.array, np.copy) == before
 
 
