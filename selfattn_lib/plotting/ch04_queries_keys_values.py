@@ -268,9 +268,16 @@ def attention_flow(
             role="query",
             fmt=".1f",
             note="X W_Q",
+            row_names=tokens,
         ),
         Grid(
-            "K", k, cols=_labels("key_names", key_names, d_k), role="key", fmt=".1f", note="X W_K"
+            "K",
+            k,
+            cols=_labels("key_names", key_names, d_k),
+            role="key",
+            fmt=".1f",
+            note="X W_K",
+            row_names=tokens,
         ),
         Grid(
             "V",
@@ -279,6 +286,7 @@ def attention_flow(
             role="value",
             fmt=".1f",
             note="X W_V",
+            row_names=tokens,
         ),
         f"Q Kᵀ / √{d_k} →",
         Grid(
@@ -306,6 +314,7 @@ def attention_flow(
             cols=_labels("value_names", value_names, d_v),
             role="output",
             note="outputs: A V",
+            row_names=tokens,
         ),
         title=f"Self-attention on one sentence:{_break()}d_k = {d_k}, d_v = {d_v}",
     )

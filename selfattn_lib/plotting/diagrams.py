@@ -357,11 +357,17 @@ def _draw_grid(figure: Figure, box: _Box, x: float, y: float, size: tuple[float,
 
 def _largest_weights(grid: Grid, row: str, weights: np.ndarray, cols: Sequence[str]) -> str:
     """Where a row of weights puts the most, as drawn: weights that print the same are tied,
-    and a tie is named in full, never won by the first of them.
+    and a tie is named in full, never won by the first of them. Weights equal only once
+    rounded to the drawn digits are "about" equal.
 
-    >>> g = Grid("A", [[0.5, 0.25, 0.25], [1 / 3, 1 / 3, 1 / 3], [0.4, 0.4, 0.2]], role="weights")
-    >>> [_largest_weights(g, r, line, ["a", "b", "c"]) for r, line in zip("xyz", g.array)]
-    ['x → a 0.50', 'y spread evenly over a, b, c (0.33 each)', 'z → a, b 0.40 each']
+    >>> rows = [[0.5, 0.25, 0.25], [1 / 3, 1 / 3, 1 / 3], [0.4, 0.4, 0.2], [0.41, 0.408, 0.182]]
+    >>> g = Grid("A", rows, role="weights")
+    >>> for name, line in zip("wxyz", g.array):
+    ...     print(_largest_weights(g, name, line, ["a", "b", "c"]))
+    w → a 0.50
+    x spread evenly over a, b, c (0.33 each)
+    y → a, b 0.40 each
+    z → a, b about 0.41 each
     """
     texts = [grid.cell_text(weight) for weight in weights]
     top = grid.cell_text(weights.max())
@@ -370,9 +376,11 @@ def _largest_weights(grid: Grid, row: str, weights: np.ndarray, cols: Sequence[s
     tied = [col for col, text in zip(cols, texts, strict=True) if text == top]
     if len(tied) == 1:
         return f"{row} → {tied[0]} {top}"
+    tied_values = [weight for weight, text in zip(weights, texts, strict=True) if text == top]
+    each = f"{top} each" if len(set(tied_values)) == 1 else f"about {top} each"
     if all(text == top or float(text.replace("−", "-")) == 0 for text in texts):
-        return f"{row} spread evenly over {', '.join(tied)} ({top} each)"
-    return f"{row} → {', '.join(tied)} {top} each"
+        return f"{row} spread evenly over {', '.join(tied)} ({each})"
+    return f"{row} → {', '.join(tied)} {each}"
 
 
 def _alt_of(grid: Grid) -> str:
@@ -398,6 +406,8 @@ def _alt_of(grid: Grid) -> str:
             f"{row} [{', '.join(grid.cell_text(v) for v in line)}]"
             for row, line in zip(rows, array, strict=True)
         ]
+        if len(lines) == 1 and not (grid.rows or grid.row_names):  # a vector: no "row 1"
+            return f"{grid.name}: {lines[0].removeprefix('row 1 ')}."
         return f"{grid.name}: {'; '.join(lines)}."
     finite = array[np.isfinite(array.astype(np.float64))]
     return (

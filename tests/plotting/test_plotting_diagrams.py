@@ -81,9 +81,9 @@ def test_tied_weights_are_named_in_full_never_won_by_the_first_token():
         "dog spread evenly over the, dog, ran (0.33 each); ran → the 0.70; "
         "<pad> attends to nothing; x → the, dog 0.40 each."
     )
-    # Tied at the printed precision: 0.334 and 0.333 both print 0.33.
+    # Tied at the printed precision only: 0.334 and 0.333 both print 0.33, "about" equal.
     near = flow(Grid("B", [[0.334, 0.333, 0.333]], cols=["a", "b", "c"], role="weights"))
-    assert near.alt.endswith("row 1 spread evenly over a, b, c (0.33 each).")
+    assert near.alt.endswith("row 1 spread evenly over a, b, c (about 0.33 each).")
 
 
 def test_a_notebook_shows_the_png_with_the_alt_text_as_its_text():
