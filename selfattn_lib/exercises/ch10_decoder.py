@@ -357,10 +357,17 @@ def check_transformer_parameters(transformer_parameters: Callable[..., Any]) -> 
                 "each decoder layer has two attention blocks, self-attention and "
                 "cross-attention (4 D² + 4 D each); you counted one",
             ),
-            (
+            (  # the same count for every input: one message names both causes
                 right - n_layers * 2 * d_model,
-                "a decoder layer has three layer norms (one after each of its three "
-                "sublayers), 2 D parameters each; you counted two",
+                "2 D per encoder-decoder layer pair is missing: either a decoder layer's "
+                "third layer norm (one after each of its three sublayers, 2 D parameters "
+                "each), or the feed-forward networks' bias b_2 (D numbers in every encoder "
+                "and every decoder layer)",
+            ),
+            (
+                right - n_layers * 2 * d_ff,
+                "the feed-forward networks' first bias b_1 is missing: d_ff numbers in every "
+                "encoder and every decoder layer",
             ),
             (
                 right - n_layers * decoder_layer,
