@@ -309,8 +309,9 @@ def check_transformer_parameters(transformer_parameters: Callable[..., Any]) -> 
     Expected signature: ``transformer_parameters(vocab_size: int, d_model: int, d_ff: int,
     n_layers: int, tied: bool) -> int``: the trainable numbers of the paper's (post-norm)
     encoder–decoder with ``n_layers`` encoder and ``n_layers`` decoder layers, biases in every
-    linear layer except the output projection (which has none), a gain and a bias in every layer
-    norm, and no final layer norm. With ``tied`` one matrix serves as source embedding, target
+    linear layer except the output projection (which has none), as PyTorch's layers have them
+    (the paper does not say; its tensor2tensor code has none in W_Q, W_K, W_V, W_O), a gain and
+    a bias in every layer norm, and no final layer norm. With ``tied`` one matrix serves as source embedding, target
     embedding and output projection; without, there are three such matrices. The sinusoidal
     positions are not parameters.
 
@@ -381,7 +382,8 @@ def check_transformer_parameters(transformer_parameters: Callable[..., Any]) -> 
             ),
             (
                 right + vocab_size,
-                "the output projection has no bias in the paper's model; drop the V bias terms",
+                "the output projection has no bias in this count (nor in the paper's code); drop "
+                "the V bias terms",
             ),
             (
                 right - n_layers * 3 * 4 * d_model,
