@@ -311,9 +311,9 @@ def check_transformer_parameters(transformer_parameters: Callable[..., Any]) -> 
     encoder–decoder with ``n_layers`` encoder and ``n_layers`` decoder layers, biases in every
     linear layer except the output projection (which has none), as PyTorch's layers have them
     (the paper does not say; its tensor2tensor code has none in W_Q, W_K, W_V, W_O), a gain and
-    a bias in every layer norm, and no final layer norm. With ``tied`` one matrix serves as source embedding, target
-    embedding and output projection; without, there are three such matrices. The sinusoidal
-    positions are not parameters.
+    a bias in every layer norm, and no final layer norm. With ``tied`` one matrix serves as
+    source embedding, target embedding and output projection; without, there are three such
+    matrices. The sinusoidal positions are not parameters.
 
     Shapes
     ------
@@ -704,9 +704,9 @@ _CH10_EXPLANATIONS = {
     ),
     "copies its input": "",
     "memorised": (
-        "the model cannot have memorised the dates: each one is drawn fresh from the "
-        "calendar, and it writes the TRAINING dates no better (try training.exact_match on "
-        "them)"
+        "the model cannot have memorised the dates: 50 steps see 4,800 of them, drawn at "
+        "random from tens of thousands of training days, and it writes the TRAINING dates no "
+        "better (try training.exact_match on them)"
     ),
 }
 # Every run of the exercise (the date model trained without the shift, 50 steps of 96
