@@ -422,6 +422,33 @@ def test_pre_norm_stacks_end_with_a_layer_norm():
     assert isinstance(Decoder(8, 2, 16, 2, norm_first=True).norm, nn.LayerNorm)
 
 
+def pre_norm_gradients(n_layers: int, seed: int) -> np.ndarray:
+    """Each layer's gradient norm at initialisation in chapter 9's measurement (pre-norm)."""
+    torch.manual_seed(seed)
+    stack = Encoder(32, 4, 128, n_layers, norm_first=True).double()  # D, H, d_ff
+    generator = torch.Generator().manual_seed(100 + seed)
+    inputs, target = torch.randn(2, 4, 8, 32, generator=generator, dtype=torch.float64)
+    ((stack(inputs) - target) ** 2).mean().backward()
+    return np.array(
+        [
+            torch.cat([p.grad.flatten() for p in layer.parameters()]).norm().item()
+            for layer in stack.layers
+        ]
+    )
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_pre_norm_gradients_fall_from_the_first_layer_more_as_the_stack_deepens(seed):
+    """Chapter 9, cell 43: pre-norm's first layer gets the largest gradient, and the fall from
+    the first layer to the last grows with depth (4, 12, 32 layers), whatever the seed."""
+    falls = []
+    for n_layers in (4, 12, 32):
+        gradients = pre_norm_gradients(n_layers, seed)
+        assert gradients.argmax() == 0
+        falls.append(gradients[0] / gradients[-1])
+    assert 1 < falls[0] < falls[1] < falls[2]
+
+
 def test_from_torch_rejects_what_the_course_does_not_build():
     gelu = nn.TransformerEncoderLayer(8, 2, 16, activation="gelu", batch_first=True)
     with pytest.raises(ValueError, match="ReLU"):

@@ -102,9 +102,13 @@ def test_sharing_and_tying_the_embeddings():
     assert count_parameters(untied) - count_parameters(tied) == 2 * 10 * 8
 
 
-def paper_count(vocab_size: int, d_model: int, d_ff: int, n_layers: int = 6) -> int:
-    """The parameters of the paper's model counted from its description (section 3)."""
-    attention = 4 * (d_model * d_model + d_model)  # W_Q, W_K, W_V, W_O with biases
+def paper_count(
+    vocab_size: int, d_model: int, d_ff: int, n_layers: int = 6, attention_bias: bool = True
+) -> int:
+    """The parameters of the paper's model counted from its description (section 3), with
+    PyTorch's biases in every linear layer but the output (the paper does not say; its
+    tensor2tensor code has none in W_Q, W_K, W_V, W_O: ``attention_bias=False``)."""
+    attention = 4 * (d_model * d_model + (d_model if attention_bias else 0))  # W_Q, W_K, W_V, W_O
     feed_forward = d_model * d_ff + d_ff + d_ff * d_model + d_model
     norm = 2 * d_model
     encoder_layer = attention + feed_forward + 2 * norm
@@ -143,6 +147,35 @@ def test_no_one_vocabulary_gives_both_table_3_counts():
     assert not any(low <= 37_000 <= high for low, high in (base, big))
     assert round(paper_count(37_000, 512, 2048) / 1e6) == 63  # not 65
     assert round(paper_count(37_000, 1024, 4096) / 1e6) == 214  # not 213
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [(TransformerConfig.base(), 63_045_632), (TransformerConfig.big(), 214_171_648)],
+    ids=["base", "big"],
+)
+def test_without_the_attention_biases_the_count_drops_by_72_tokens_worth(config, expected):
+    """Chapter 10, the fold on Table 3: without biases in W_Q, W_K, W_V and W_O (as in the
+    paper's tensor2tensor code) a model has 12 N D parameters fewer, 72 vocabulary tokens'
+    worth (D per token), and still no one vocabulary gives both 65M and 213M."""
+    with torch.device("meta"):
+        model = Transformer(config)
+    attention_biases = sum(
+        module.bias.numel()
+        for name, module in model.named_modules()
+        if name.rsplit(".", 1)[-1] in {"w_q", "w_k", "w_v", "w_o"}
+    )
+    assert attention_biases == 12 * 6 * config.d_model == 72 * config.d_model
+    assert count_parameters(model) - attention_biases == expected
+    d_ff = config.d_ff
+    assert paper_count(37_000, config.d_model, d_ff, attention_bias=False) == expected
+
+    def vocabularies(d_model: int, d_ff: int, millions: int) -> tuple[float, float]:
+        layers = paper_count(0, d_model, d_ff, attention_bias=False)
+        return tuple(((millions + half) * 1e6 - layers) / d_model for half in (-0.5, 0.5))
+
+    base, big = vocabularies(512, 2048, 65), vocabularies(1024, 4096, 213)
+    assert big[1] < base[0] and not any(low <= 37_000 <= high for low, high in (base, big))
 
 
 @pytest.mark.parametrize(

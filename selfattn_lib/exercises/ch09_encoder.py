@@ -93,6 +93,17 @@ def check_rms_norm(rms_norm: Callable[..., Any]) -> kit.Feedback:
                 x / np.sqrt(mean_square + eps**2) * gain,
                 "eps is squared: add eps itself to the mean square, sqrt(mean(x²) + eps)",
             ),
+            *(  # off by eps only: 6 digits would show 'got 1.28767, expected 1.28767'
+                (
+                    wrong,
+                    "eps is added to the result; it goes inside the square root, "
+                    "sqrt(mean(x²) + eps), where it keeps tiny vectors from being blown up",
+                )
+                for wrong in (
+                    x / np.sqrt(mean_square) * gain + eps,
+                    (x / np.sqrt(mean_square) + eps) * gain,
+                )
+            ),
             (
                 x / np.sqrt(mean_square) * gain,
                 "eps is missing: add it to the mean square inside the square root, which "

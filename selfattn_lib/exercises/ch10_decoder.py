@@ -309,10 +309,11 @@ def check_transformer_parameters(transformer_parameters: Callable[..., Any]) -> 
     Expected signature: ``transformer_parameters(vocab_size: int, d_model: int, d_ff: int,
     n_layers: int, tied: bool) -> int``: the trainable numbers of the paper's (post-norm)
     encoder–decoder with ``n_layers`` encoder and ``n_layers`` decoder layers, biases in every
-    linear layer except the output projection (which has none), a gain and a bias in every layer
-    norm, and no final layer norm. With ``tied`` one matrix serves as source embedding, target
-    embedding and output projection; without, there are three such matrices. The sinusoidal
-    positions are not parameters.
+    linear layer except the output projection (which has none), as PyTorch's layers have them
+    (the paper does not say; its tensor2tensor code has none in W_Q, W_K, W_V, W_O), a gain and
+    a bias in every layer norm, and no final layer norm. With ``tied`` one matrix serves as
+    source embedding, target embedding and output projection; without, there are three such
+    matrices. The sinusoidal positions are not parameters.
 
     Shapes
     ------
@@ -357,10 +358,17 @@ def check_transformer_parameters(transformer_parameters: Callable[..., Any]) -> 
                 "each decoder layer has two attention blocks, self-attention and "
                 "cross-attention (4 D² + 4 D each); you counted one",
             ),
-            (
+            (  # the same count for every input: one message names both causes
                 right - n_layers * 2 * d_model,
-                "a decoder layer has three layer norms (one after each of its three "
-                "sublayers), 2 D parameters each; you counted two",
+                "2 D per encoder-decoder layer pair is missing: either a decoder layer's "
+                "third layer norm (one after each of its three sublayers, 2 D parameters "
+                "each), or the feed-forward networks' bias b_2 (D numbers in every encoder "
+                "and every decoder layer)",
+            ),
+            (
+                right - n_layers * 2 * d_ff,
+                "the feed-forward networks' first bias b_1 is missing: d_ff numbers in every "
+                "encoder and every decoder layer",
             ),
             (
                 right - n_layers * decoder_layer,
@@ -374,7 +382,8 @@ def check_transformer_parameters(transformer_parameters: Callable[..., Any]) -> 
             ),
             (
                 right + vocab_size,
-                "the output projection has no bias in the paper's model; drop the V bias terms",
+                "the output projection has no bias in this count (nor in the paper's code); drop "
+                "the V bias terms",
             ),
             (
                 right - n_layers * 3 * 4 * d_model,
@@ -695,9 +704,9 @@ _CH10_EXPLANATIONS = {
     ),
     "copies its input": "",
     "memorised": (
-        "the model cannot have memorised the dates: each one is drawn fresh from the "
-        "calendar, and it writes the TRAINING dates no better (try training.exact_match on "
-        "them)"
+        "the model cannot have memorised the dates: 50 steps see 4,800 of them, drawn at "
+        "random from tens of thousands of training days, and it writes the TRAINING dates no "
+        "better (try training.exact_match on them)"
     ),
 }
 # Every run of the exercise (the date model trained without the shift, 50 steps of 96

@@ -358,6 +358,15 @@ def test_ch9_rms_norm_from_a_torch_module_breaks_the_prompts_rule():
             lambda x, g, eps: x / np.sqrt((x**2).mean(-1, keepdims=True) + 1e-6) * g,
             ["eps is fixed at 1e-06", "passes eps=0.0001"],
         ),
+        # Third review: eps added after the division was told 'got 1.28767, expected 1.28767'.
+        (
+            lambda x, g, eps: x / np.sqrt((x**2).mean(-1, keepdims=True)) * g + eps,
+            ["eps is added to the result", "inside the square root"],
+        ),
+        (
+            lambda x, g, eps: (x / np.sqrt((x**2).mean(-1, keepdims=True)) + eps) * g,
+            ["eps is added to the result"],
+        ),
     ],
 )
 def test_ch9_rms_norm_names_typical_mistakes(answer, fragments):

@@ -349,7 +349,8 @@ def ch10_count_with(**changes):
         projection = d_model**2 + (d_model if changes.get("attention_bias", True) else 0)
         attention = changes.get("projections", 4) * projection
         feed_forward = 2 * d_model * d_ff
-        feed_forward += d_ff + d_model if changes.get("ffn_bias", True) else 0
+        feed_forward += d_ff if changes.get("ffn_bias", changes.get("ffn_b1", True)) else 0
+        feed_forward += d_model if changes.get("ffn_bias", changes.get("ffn_b2", True)) else 0
         norm = changes.get("norm_size", 2 if changes.get("norm_bias", True) else 1) * d_model
         encoder = attention + feed_forward + 2 * norm
         decoder = changes.get("n_attention", 2) * attention + feed_forward
@@ -367,7 +368,10 @@ def ch10_count_with(**changes):
     [
         (ch10_count_with(n_attention=1, n_norms=2), ["counted like an encoder layer"]),
         (ch10_count_with(n_attention=1), ["you counted one"]),
-        (ch10_count_with(n_norms=2), ["three layer norms"]),
+        (
+            ch10_count_with(n_norms=2),
+            ["third layer norm", "or the feed-forward networks' bias b_2"],
+        ),
         (ch10_count_with(tied_matrices=3), ["ONE V × D matrix, counted once"]),
         (ch10_count_with(tied_matrices=0), ["embedding matrix (V × D) is missing"]),
         (ch10_count_with(untied_matrices=2), ["you counted two"]),
@@ -395,6 +399,10 @@ def ch10_count_with(**changes):
         # Second review: W_O without its bias and final norms counted twice were generic.
         (ch10_count_with(extra=lambda v, d: -6 * 3 * d), ["W_O's bias is missing"]),
         (ch10_count_with(extra=lambda v, d: 8 * d), ["no final layer norm", "you added 8 D"]),
+        # Third review: a missing b_2 was blamed on the layer norms alone (the same count as a
+        # missing third decoder norm, for every input); a missing b_1 was told only the numbers.
+        (ch10_count_with(ffn_b2=False), ["2 D per encoder-decoder layer pair", "bias b_2"]),
+        (ch10_count_with(ffn_b1=False), ["first bias b_1 is missing"]),
     ],
 )
 def test_ch10_transformer_parameters_names_typical_mistakes(answer, fragments):
