@@ -436,8 +436,10 @@ def fast_and_slow_memory(
     slow_height, fast_height = 0.45 + line * slow_lines, 0.45 + line * fast_lines
     section = 0.5 + slow_height + 0.5 + fast_height + 0.1  # a column, from its heading down
     stacked = current_layout() == "phone"  # the columns one above the other
-    height = section * (len(columns) if stacked else 1)
     width = column_width() - 0.2  # a tight bounding box adds 0.1 in on either side
+    title = _fitted(title, fontsize=10.5, width=width)  # on a phone, wrapped to the column
+    title_extra = 0.21 * title.count("\n")  # inches for each wrapped line of the title
+    height = section * (len(columns) if stacked else 1) + title_extra
     fig = Figure(figsize=(width, height))
     ax = fig.add_axes((0, 0, 1, 1))
     ax.set_xlim(0, width)
@@ -449,7 +451,7 @@ def fast_and_slow_memory(
     alt_parts = []
     for index, (name, (heading, slow, fast)) in enumerate(columns.items()):
         left = 0.1 if stacked else 0.1 + index * (width / 2)
-        slow_top = height - 0.5 - (index * section if stacked else 0.0)
+        slow_top = height - title_extra - 0.5 - (index * section if stacked else 0.0)
         fast_top = slow_top - slow_height - 0.5
         ax.text(
             left + box_width / 2,

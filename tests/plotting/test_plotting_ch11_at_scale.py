@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from selfattn_lib import plotting
@@ -196,6 +197,17 @@ def test_ch11_fast_and_slow_memory_prints_the_given_byte_counts():
     assert d.figure.get_size_inches()[0] <= plotting.COLUMN_WIDTH
     sizes = [t.get_fontsize() for t in d.figure.axes[0].texts]
     assert min(sizes) >= 8
+
+
+def test_ch11_fast_and_slow_memory_wraps_a_long_title_to_a_phone_s_column():
+    title = "T = 4096, D_h = 64, float32, tiles of 64 queries × 64 keys"  # chapter 11's
+    d = plotting.fast_and_slow_memory({"S": 2**26}, {"m": 2**15}, {"tile": 2**14}, title=title)
+    phone = d.figure.course_phone()
+    drawn = next(text for text in phone.figure.axes[0].texts if "4096" in text.get_text())
+    assert "\n" in drawn.get_text() and drawn.get_text().replace("\n", " ") == title
+    renderer = FigureCanvasAgg(phone.figure).get_renderer()
+    box = phone.figure.get_tightbbox(renderer)
+    assert box.width <= plotting.PHONE_COLUMN_WIDTH, "nothing sticks out of a phone's figure"
 
 
 def test_ch11_fast_and_slow_memory_rejects_bad_byte_counts():
