@@ -182,7 +182,7 @@ class GroupedQueryAttention(nn.Module):
             k, v = cache.extend(k, v)  # (B, H_kv, t + T_k, D_h)
         n_rep = self.n_heads // self.n_kv_heads
         k, v = repeat_kv(k, n_rep), repeat_kv(v, n_rep)  # (B, H, t + T_k, D_h)
-        merged, weights = _attend(q, k, v, mask, self.dropout)  # (B, T_q, D), (B, H, T_q, T_k)
+        merged, weights = _attend(q, k, v, mask, self.dropout, return_weights=return_weights)
         output = self.w_o(merged)  # (B, T_q, D)
         return (output, weights) if return_weights else output
 

@@ -40,7 +40,7 @@ from torch import Tensor, nn
 
 from selfattn_lib._validation import check_positive_int, check_probability
 from selfattn_lib.grouped_query import GroupedQueryAttention
-from selfattn_lib.layers import Encoder, LayerCache
+from selfattn_lib.layers import Encoder, LayerCache, _check_activation
 from selfattn_lib.sampling import greedy_token, next_token_probabilities, sample_token
 from selfattn_lib.sliding_window import WindowCache, window_mask
 from selfattn_lib.training import TrainingHistory, _check_generator, _print_progress
@@ -68,6 +68,16 @@ class GPTConfig:
     - ``n_sinks``: with a window, the first ``n_sinks`` tokens stay visible to every later
       query (attention sinks).
 
+    Two details of GPT-2, which chapter 12 measures:
+
+    - ``gpt2_init`` (on by default): GPT-2's starting weights, every weight matrix drawn from
+      ``N(0, 0.02²)`` and those that write into the residual stream (each layer's ``W_O`` and
+      ``W_2``) from ``N(0, (0.02 / √(2L))²)``, biases zero. Off, the layers start as they do
+      alone: Xavier-uniform attention projections and PyTorch's default for ``nn.Linear``.
+      The embeddings start at ``N(0, 0.02²)`` either way;
+    - ``activation``: the feed-forward network's ``"relu"`` (the default, the paper's) or
+      ``"gelu"`` (GPT-2's, here in its exact form; GPT-2's code uses a tanh approximation).
+
     Shapes
     ------
     Not an array: the model has embeddings ``(V, D)`` and, with learned positions,
@@ -93,11 +103,16 @@ class GPTConfig:
     n_kv_heads: int | None = None
     window: int | None = None
     n_sinks: int = 0
+    activation: str = "relu"
+    gpt2_init: bool = True
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "context_length", "d_model", "n_heads", "d_ff", "n_layers"):
             check_positive_int(name, getattr(self, name))
         check_probability("dropout", self.dropout)
+        _check_activation(self.activation)
+        if not isinstance(self.gpt2_init, bool):
+            raise TypeError(f"gpt2_init must be True or False, got {self.gpt2_init!r}")
         _check_heads_and_positions(self.d_model, self.n_heads, self.positions)
         if self.n_kv_heads is not None:
             check_positive_int("n_kv_heads", self.n_kv_heads)
@@ -171,7 +186,10 @@ class GPT(nn.Module):
     Hugging Face's GPT-2; OpenAI's released GPT-2 code draws ``P`` with 0.01), then dropout,
     ``n_layers`` pre-norm :class:`~selfattn_lib.layers.EncoderLayer` under a causal mask, a
     final layer norm, and the output projection, which is the token embedding
-    matrix itself (``output.weight is token_embedding.weight``).
+    matrix itself (``output.weight is token_embedding.weight``). The layers start from
+    GPT-2's weights unless ``config.gpt2_init`` is off. The attention weights are computed
+    only when asked for (``return_weights=True``); otherwise every layer runs PyTorch's fused
+    attention, which is what makes training fast.
 
     With a ``cache`` (:meth:`new_cache`), the tokens given are taken to follow the ones the
     cache holds: their positions start at ``cache.length``, their queries attend to the cached
@@ -221,6 +239,7 @@ class GPT(nn.Module):
             config.n_layers,
             dropout=config.dropout,
             norm_first=True,  # with the final layer norm self.blocks.norm
+            activation=config.activation,
         )
         n_kv_heads = config.n_heads if config.n_kv_heads is None else config.n_kv_heads
         if config.positions == "rope" or n_kv_heads != config.n_heads:
@@ -234,6 +253,8 @@ class GPT(nn.Module):
                 )
         self.output = nn.Linear(config.d_model, config.vocab_size, bias=False)
         self.output.weight = self.token_embedding.weight  # tied
+        if config.gpt2_init:
+            _gpt2_init(self.blocks.layers)
 
     def new_cache(self) -> KVCache:
         """An empty KV cache for this model.
@@ -267,8 +288,11 @@ class GPT(nn.Module):
         layer_caches = [None] * self.config.n_layers if cache is None else cache.layers
         all_weights = []
         for layer, layer_cache in zip(self.blocks.layers, layer_caches, strict=True):
-            x, weights = layer(x, mask, return_weights=True, cache=layer_cache)  # (B, T, D)
-            all_weights.append(weights)
+            if return_weights:
+                x, weights = layer(x, mask, return_weights=True, cache=layer_cache)  # (B, T, D)
+                all_weights.append(weights)
+            else:
+                x = layer(x, mask, cache=layer_cache)  # (B, T, D)
         logits = self.output(self.blocks.norm(x))  # (B, T, V)
         return (logits, all_weights) if return_weights else logits
 
@@ -285,6 +309,22 @@ class GPT(nn.Module):
             key_positions = cache.layers[0].key_positions(n_new)  # (n_held + T,)
         config = self.config
         return window_mask(query_positions, key_positions, config.window, n_sinks=config.n_sinks)
+
+
+def _gpt2_init(layers: nn.ModuleList) -> None:
+    """GPT-2's starting weights for the layers (the embeddings already start as in GPT-2):
+    every weight matrix from ``N(0, 0.02²)``, the residual-writing ``W_O`` and ``W_2`` with the
+    standard deviation divided by ``√(2L)``, one factor for each of the ``2L`` sublayers whose
+    outputs add up in the residual stream; every bias zero."""
+    residual_std = 0.02 / math.sqrt(2 * len(layers))
+    for layer in layers:
+        for module in layer.modules():
+            if isinstance(module, nn.Linear):
+                nn.init.normal_(module.weight, std=0.02)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
+        for writer in (layer.self_attention.w_o, layer.feed_forward.w_2):
+            nn.init.normal_(writer.weight, std=residual_std)
 
 
 def causal_mask_after(n_cached: int, n_new: int, *, device: torch.device | None = None) -> Tensor:
@@ -457,13 +497,15 @@ def generate(
     so far; with it (``use_cache=True``), the first step reads the prompt and every later
     step reads only the newest token. Both give the same tokens up to rounding: the two
     compute the same numbers in a different order, so a near-tie can in rare cases go the
-    other way. With learned positions the sequence may not outgrow the model's
-    ``context_length``; with rotary ones it may.
+    other way. With learned positions, once the text is longer than the model's
+    ``context_length``, every step reads only its last ``context_length`` tokens, as
+    nanoGPT does, without the cache: cached keys were computed at positions the tokens no
+    longer have. With rotary ones the model reads the whole text, cache or not.
 
     Shapes
     ------
-    ``prompt``: ``(T_p,)`` token ids with ``T_p ≥ 1`` → ``(T_p + n_new_tokens,)`` ids, the
-    prompt first.
+    ``prompt``: ``(T_p,)`` token ids with ``1 ≤ T_p ≤ context_length`` (any length with
+    rotary positions) → ``(T_p + n_new_tokens,)`` ids, the prompt first.
 
     Examples
     --------
@@ -477,11 +519,11 @@ def generate(
     if tokens.shape[0] == 0:
         raise ValueError("prompt must hold at least one token")
     n_new_tokens = check_positive_int("n_new_tokens", n_new_tokens)
-    too_long = tokens.shape[0] + n_new_tokens > model.config.context_length
-    if too_long and model.position_embedding is not None:
+    context = model.config.context_length
+    learned = model.position_embedding is not None
+    if learned and tokens.shape[0] > context:
         raise ValueError(
-            f"prompt ({tokens.shape[0]} tokens) plus n_new_tokens ({n_new_tokens}) exceeds "
-            f"the model's context_length = {model.config.context_length}"
+            f"prompt ({tokens.shape[0]} tokens) exceeds the model's context_length = {context}"
         )
     if not greedy and not isinstance(rng, np.random.Generator):
         raise TypeError(
@@ -494,6 +536,8 @@ def generate(
     written = tokens.tolist()
     step_input = tokens[None]  # (1, T_p)
     for _ in range(n_new_tokens):
+        if learned and len(written) > context:  # the window slides: the last T tokens only
+            cache, step_input = None, torch.tensor([written[-context:]])  # (1, T)
         logits = model(step_input, cache=cache)[0, -1].double().numpy()  # (V,)
         if greedy:
             token = int(greedy_token(logits))
@@ -504,7 +548,7 @@ def generate(
             token = int(sample_token(probabilities, rng))
         written.append(token)
         step_input = (
-            torch.tensor([[token]]) if use_cache else torch.tensor([written])
+            torch.tensor([[token]]) if cache is not None else torch.tensor([written])
         )  # (1, 1) or (1, t)
     model.train(was_training)
     return np.array(written, dtype=np.int64)

@@ -34,10 +34,22 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from selfattn_lib._validation import check_mask_shape, check_positive_int, check_probability
 from selfattn_lib.multihead import MultiHeadParams
+
+#: The feed-forward network's activations: the paper's ReLU, and GELU in its exact form (GPT-1
+#: and GPT-2 use GELU; their code computes a tanh approximation of it).
+ACTIVATIONS = {"relu": torch.relu, "gelu": F.gelu}
+
+
+def _check_activation(activation: object) -> str:
+    """``activation`` if it names one of :data:`ACTIVATIONS`, else a clear error."""
+    if not isinstance(activation, str) or activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {tuple(ACTIVATIONS)}, got {activation!r}")
+    return activation
 
 
 class MultiHeadAttention(nn.Module):
@@ -109,7 +121,7 @@ class MultiHeadAttention(nn.Module):
         v = self._split_heads(self.w_v(value))  # (B, H, T_k, D_h)
         if cache is not None:  # the earlier tokens' keys and values come first
             k, v = _check_cache(cache).extend(k, v)  # (B, H, t + T_k, D_h)
-        merged, weights = _attend(q, k, v, mask, self.dropout)  # (B, T_q, D), (B, H, T_q, T_k)
+        merged, weights = _attend(q, k, v, mask, self.dropout, return_weights=return_weights)
         output = self.w_o(merged)  # (B, T_q, D)
         return (output, weights) if return_weights else output
 
@@ -211,7 +223,10 @@ class FeedForward(nn.Module):
 
     The same two-layer network is applied to every position separately; ``d_ff`` (2048 in
     the paper, four times ``D``) is the width of its hidden layer. Dropout (training only)
-    acts on the hidden layer, as in ``torch.nn.TransformerEncoderLayer``.
+    acts on the hidden layer, as in ``torch.nn.TransformerEncoderLayer``. With
+    ``activation="gelu"``, ``GELU(z) = z Φ(z)`` (``Φ`` the standard normal's distribution
+    function, as ``F.gelu``) replaces ``max(0, z)``, as in GPT-1, GPT-2 and BERT, whose code uses
+    a tanh approximation of it: smooth, and slightly negative for small negative ``z``.
 
     Shapes
     ------
@@ -224,16 +239,19 @@ class FeedForward(nn.Module):
     (2, 3, 8)
     """
 
-    def __init__(self, d_model: int, d_ff: int, *, dropout: float = 0.0) -> None:
+    def __init__(
+        self, d_model: int, d_ff: int, *, dropout: float = 0.0, activation: str = "relu"
+    ) -> None:
         super().__init__()
         self.d_model = check_positive_int("d_model", d_model)
+        self.activation = _check_activation(activation)
         self.w_1 = nn.Linear(self.d_model, check_positive_int("d_ff", d_ff))
         self.w_2 = nn.Linear(d_ff, self.d_model)
         self.dropout = nn.Dropout(check_probability("dropout", dropout))
 
     def forward(self, x: Tensor) -> Tensor:
         _check_sequences(self.d_model, x=x)
-        hidden = self.dropout(torch.relu(self.w_1(x)))  # (B, T, d_ff)
+        hidden = self.dropout(ACTIVATIONS[self.activation](self.w_1(x)))  # (B, T, d_ff)
         return self.w_2(hidden)  # (B, T, D)
 
 
@@ -268,10 +286,11 @@ class EncoderLayer(nn.Module):
         dropout: float = 0.0,
         norm_first: bool = False,
         eps: float = 1e-5,
+        activation: str = "relu",
     ) -> None:
         super().__init__()
         self.self_attention = MultiHeadAttention(d_model, n_heads, dropout=dropout)
-        self.feed_forward = FeedForward(d_model, d_ff, dropout=dropout)
+        self.feed_forward = FeedForward(d_model, d_ff, dropout=dropout, activation=activation)
         self.norm_1 = nn.LayerNorm(d_model, eps=eps)
         self.norm_2 = nn.LayerNorm(d_model, eps=eps)
         self.dropout = nn.Dropout(dropout)
@@ -287,18 +306,22 @@ class EncoderLayer(nn.Module):
     ) -> Tensor | tuple[Tensor, Tensor]:
         if self.norm_first:
             normed = self.norm_1(x)
-            attended, weights = self.self_attention(normed, normed, normed, mask, True, cache=cache)
+            attended, weights = _attention_and_weights(
+                self.self_attention, normed, normed, mask, return_weights, cache
+            )
             x = x + self.dropout(attended)  # (B, T, D)
             x = x + self.dropout(self.feed_forward(self.norm_2(x)))
         else:
-            attended, weights = self.self_attention(x, x, x, mask, True, cache=cache)
+            attended, weights = _attention_and_weights(
+                self.self_attention, x, x, mask, return_weights, cache
+            )
             x = self.norm_1(x + self.dropout(attended))  # (B, T, D)
             x = self.norm_2(x + self.dropout(self.feed_forward(x)))
         return (x, weights) if return_weights else x
 
     @classmethod
     def from_torch(cls, layer: nn.TransformerEncoderLayer) -> EncoderLayer:
-        """A copy of ``torch.nn.TransformerEncoderLayer`` (ReLU activation) with its weights.
+        """A copy of ``torch.nn.TransformerEncoderLayer`` (ReLU or GELU) with its weights.
 
         Shapes
         ------
@@ -354,11 +377,12 @@ class DecoderLayer(nn.Module):
         dropout: float = 0.0,
         norm_first: bool = False,
         eps: float = 1e-5,
+        activation: str = "relu",
     ) -> None:
         super().__init__()
         self.self_attention = MultiHeadAttention(d_model, n_heads, dropout=dropout)
         self.cross_attention = MultiHeadAttention(d_model, n_heads, dropout=dropout)
-        self.feed_forward = FeedForward(d_model, d_ff, dropout=dropout)
+        self.feed_forward = FeedForward(d_model, d_ff, dropout=dropout, activation=activation)
         self.norm_1 = nn.LayerNorm(d_model, eps=eps)
         self.norm_2 = nn.LayerNorm(d_model, eps=eps)
         self.norm_3 = nn.LayerNorm(d_model, eps=eps)
@@ -375,25 +399,30 @@ class DecoderLayer(nn.Module):
     ) -> Tensor | tuple[Tensor, tuple[Tensor, Tensor]]:
         if self.norm_first:
             normed = self.norm_1(x)
-            attended, self_weights = self.self_attention(normed, normed, normed, self_mask, True)
+            attended, self_weights = _attention_and_weights(
+                self.self_attention, normed, normed, self_mask, return_weights
+            )
             x = x + self.dropout(attended)  # (B, T_q, D)
-            normed = self.norm_2(x)
-            attended, cross_weights = self.cross_attention(
-                normed, memory, memory, memory_mask, True
+            attended, cross_weights = _attention_and_weights(
+                self.cross_attention, self.norm_2(x), memory, memory_mask, return_weights
             )
             x = x + self.dropout(attended)
             x = x + self.dropout(self.feed_forward(self.norm_3(x)))
         else:
-            attended, self_weights = self.self_attention(x, x, x, self_mask, True)
+            attended, self_weights = _attention_and_weights(
+                self.self_attention, x, x, self_mask, return_weights
+            )
             x = self.norm_1(x + self.dropout(attended))  # (B, T_q, D)
-            attended, cross_weights = self.cross_attention(x, memory, memory, memory_mask, True)
+            attended, cross_weights = _attention_and_weights(
+                self.cross_attention, x, memory, memory_mask, return_weights
+            )
             x = self.norm_2(x + self.dropout(attended))
             x = self.norm_3(x + self.dropout(self.feed_forward(x)))
         return (x, (self_weights, cross_weights)) if return_weights else x
 
     @classmethod
     def from_torch(cls, layer: nn.TransformerDecoderLayer) -> DecoderLayer:
-        """A copy of ``torch.nn.TransformerDecoderLayer`` (ReLU activation) with its weights.
+        """A copy of ``torch.nn.TransformerDecoderLayer`` (ReLU or GELU) with its weights.
 
         Shapes
         ------
@@ -432,10 +461,12 @@ class _Stack(nn.Module):
         *,
         dropout: float = 0.0,
         norm_first: bool = False,
+        activation: str = "relu",
     ) -> None:
         super().__init__()
+        options = {"dropout": dropout, "norm_first": norm_first, "activation": activation}
         self.layers = nn.ModuleList(
-            self.layer(d_model, n_heads, d_ff, dropout=dropout, norm_first=norm_first)
+            self.layer(d_model, n_heads, d_ff, **options)
             for _ in range(check_positive_int("n_layers", n_layers))
         )
         self.norm = nn.LayerNorm(d_model) if norm_first else None
@@ -443,6 +474,8 @@ class _Stack(nn.Module):
     def _run(self, x: Tensor, return_weights: bool, *inputs: Tensor | None) -> Tensor | tuple:
         all_weights = []
         for layer in self.layers:
+            # Every layer computes its weights in full, as chapter 10's model was trained;
+            # chapter 12's GPT asks for them only when it needs them (the fused kernel).
             x, weights = layer(x, *inputs, return_weights=True)  # (B, T, D)
             all_weights.append(weights)
         if self.norm is not None:
@@ -657,22 +690,57 @@ def _split_into_heads(x: Tensor, n_heads: int) -> Tensor:
 
 
 def _attend(
-    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout: nn.Module
-) -> tuple[Tensor, Tensor]:
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None,
+    dropout: nn.Module,
+    *,
+    return_weights: bool = False,
+) -> tuple[Tensor, Tensor | None]:
     """Scaled dot-product attention of heads already split, with the mask rules of
     :class:`MultiHeadAttention`; returns the merged heads ``(B, T_q, H · D_h)`` (before
-    ``W_O``) and the weights ``(B, H, T_q, T_k)``."""
+    ``W_O``) and, when ``return_weights``, the weights ``(B, H, T_q, T_k)`` (else None).
+
+    The weights are computed in full only when asked for, or when dropout acts on them.
+    Otherwise PyTorch's fused ``F.scaled_dot_product_attention`` computes the same numbers
+    without storing the ``T_q × T_k`` weights (up to rounding; tests/test_layers.py). A mask
+    with a query that sees no key always takes the explicit path, whose zero weights are the
+    library's rule."""
     batch_size, n_heads, t_q, d_head = q.shape
     t_k = k.shape[2]
-    scores = q @ k.transpose(-2, -1) / math.sqrt(d_head)  # (B, H, T_q, T_k)
     if mask is not None and getattr(mask, "ndim", 0) == 4:  # already has a head axis
         mask = check_mask(mask, (batch_size, n_heads, t_q, t_k))
     elif mask is not None:
-        mask = check_mask(mask, (batch_size, t_q, t_k)).unsqueeze(-3)  # (…, 1, T_q, T_k)
-    weights = masked_softmax(scores, mask)  # (B, H, T_q, T_k)
-    heads = dropout(weights) @ v  # (B, H, T_q, D_h)
+        mask = check_mask(mask, (batch_size, t_q, t_k))
+        mask = mask.view((1,) * (3 - mask.ndim) + mask.shape).unsqueeze(1)  # (B or 1, 1, T_q, T_k)
+    dropping = dropout.training and dropout.p > 0
+    every_query_sees_a_key = (
+        mask is None or mask.device.type == "meta" or bool(mask.any(dim=-1).all())
+    )  # on the meta device (shapes only) there is nothing to check
+    if return_weights or dropping or not every_query_sees_a_key:
+        scores = q @ k.transpose(-2, -1) / math.sqrt(d_head)  # (B, H, T_q, T_k)
+        weights = masked_softmax(scores, mask)  # (B, H, T_q, T_k)
+        heads = dropout(weights) @ v  # (B, H, T_q, D_h)
+    else:
+        weights = None
+        heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (B, H, T_q, D_h)
     merged = heads.transpose(1, 2).reshape(batch_size, t_q, n_heads * d_head)  # (B, T_q, D)
     return merged, weights
+
+
+def _attention_and_weights(
+    attention: nn.Module,
+    query: Tensor,
+    memory: Tensor,
+    mask: Tensor | None,
+    return_weights: bool,
+    cache: LayerCache | None = None,
+) -> tuple[Tensor, Tensor | None]:
+    """A sublayer's attention of ``query`` over ``memory`` (keys and values alike): its output
+    and, only when ``return_weights``, its weights (else None, and the fused path runs)."""
+    result = attention(query, memory, memory, mask, return_weights, cache=cache)
+    return result if return_weights else (result, None)
 
 
 def _check_sequences(d_model: int, **tensors: Tensor) -> None:
@@ -691,8 +759,14 @@ def _check_sequences(d_model: int, **tensors: Tensor) -> None:
 
 def _torch_layer_options(layer: nn.TransformerEncoderLayer | nn.TransformerDecoderLayer) -> dict:
     activation = getattr(layer, "activation", None)
-    if activation is not torch.nn.functional.relu and not isinstance(activation, nn.ReLU):
-        raise ValueError("only layers with the ReLU activation (the paper's) can be copied")
+    if activation is F.relu or isinstance(activation, nn.ReLU):
+        name = "relu"
+    elif activation is F.gelu or (
+        isinstance(activation, nn.GELU) and activation.approximate == "none"
+    ):
+        name = "gelu"
+    else:
+        raise ValueError("only layers with the ReLU or the (exact) GELU activation can be copied")
     if not layer.self_attn.batch_first:
         raise ValueError("only batch_first=True layers can be copied (the course is batch-first)")
     return {
@@ -702,6 +776,7 @@ def _torch_layer_options(layer: nn.TransformerEncoderLayer | nn.TransformerDecod
         "dropout": layer.dropout.p,
         "norm_first": layer.norm_first,
         "eps": layer.norm1.eps,
+        "activation": name,
     }
 
 

@@ -49,6 +49,7 @@ class TorchGPT(nn.Module):
                 dropout=0.0,
                 batch_first=True,
                 norm_first=True,
+                activation=config.activation,
             )
             for _ in range(config.n_layers)
         )
@@ -75,11 +76,13 @@ def copied_from_torch(reference: TorchGPT, config: GPTConfig) -> GPT:
     return model
 
 
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
 @pytest.mark.parametrize("batch, n_tokens", [(1, 1), (2, 5), (3, 12)])
-def test_logits_equal_a_model_built_from_torch_nn_layers(batch, n_tokens):
+def test_logits_equal_a_model_built_from_torch_nn_layers(batch, n_tokens, activation):
     torch.manual_seed(1)
-    reference = TorchGPT(SMALL).double().eval()
-    model = copied_from_torch(reference, SMALL)
+    config = replace(SMALL, activation=activation)
+    reference = TorchGPT(config).double().eval()
+    model = copied_from_torch(reference, config)
     tokens = torch.randint(0, SMALL.vocab_size, (batch, n_tokens))
     with torch.no_grad():
         ours, theirs = model(tokens), reference(tokens)
@@ -95,14 +98,38 @@ def test_output_projection_is_the_token_embedding():
     assert "output.weight" not in dict(model.named_parameters())  # counted once
 
 
-def test_both_embeddings_start_at_standard_deviation_0_02_and_nothing_else_does():
-    """Chapter 12: 'here only the two embeddings start at 0.02' (nanoGPT draws both so)."""
+@pytest.mark.parametrize("n_layers", [2, 8])
+def test_gpt2_init_draws_every_matrix_at_0_02_and_the_residual_writers_smaller(n_layers):
+    """GPT-2's starting weights (the default): N(0, 0.02²) for every weight matrix and both
+    embeddings, 0.02 / √(2L) for each layer's W_O and W_2, zero biases."""
     torch.manual_seed(0)
-    model = GPT(GPTConfig(vocab_size=500, context_length=400, d_model=64))
+    config = GPTConfig(vocab_size=500, context_length=400, d_model=128, d_ff=512,
+                       n_layers=n_layers)  # fmt: skip
+    model = GPT(config)
+    for embedding in (model.token_embedding, model.position_embedding):
+        assert abs(embedding.weight.std().item() - 0.02) < 0.001
+    writers = {"self_attention.w_o.weight", "feed_forward.w_2.weight"}
+    for layer in model.blocks.layers:
+        for name, parameter in layer.named_parameters():
+            if name.endswith("bias") and "norm" not in name:
+                assert not parameter.any(), name
+            elif parameter.ndim == 2:
+                std = 0.02 / math.sqrt(2 * n_layers) if name in writers else 0.02
+                assert abs(parameter.std().item() / std - 1) < 0.05, name
+                assert abs(parameter.mean().item()) < 0.1 * std, name
+
+
+def test_without_gpt2_init_only_the_two_embeddings_start_at_0_02():
+    """The layers then start as they do alone (Xavier-uniform attention, PyTorch's nn.Linear
+    default), as chapter 12's measurement of the option compares."""
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=500, context_length=400, d_model=64, gpt2_init=False))
     for embedding in (model.token_embedding, model.position_embedding):
         assert abs(embedding.weight.std().item() - 0.02) < 0.001
     matrices = [p for name, p in model.blocks.named_parameters() if p.ndim == 2]
     assert matrices and all(p.std().item() > 0.03 for p in matrices)  # PyTorch's defaults
+    biases = [p for name, p in model.blocks.named_parameters() if name.endswith("w_1.bias")]
+    assert all(p.any() for p in biases)
 
 
 def test_a_later_token_never_changes_an_earlier_prediction():
@@ -350,6 +377,20 @@ def test_sampling_is_reproducible_with_a_seeded_generator():
     assert other.tolist() != runs[0].tolist()
 
 
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_past_the_context_length_each_step_reads_the_last_context_length_tokens(use_cache):
+    """As nanoGPT: the window slides, and every step reads the last T tokens afresh."""
+    model = small_model(seed=4)
+    prompt = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+    written = generate(model, prompt, 20, greedy=True, use_cache=use_cache).tolist()
+    expected = list(prompt)
+    with torch.no_grad():
+        for _ in range(20):
+            window = torch.tensor([expected[-SMALL.context_length :]])
+            expected.append(int(model(window)[0, -1].argmax()))
+    assert written == expected
+
+
 def test_top_k_of_one_is_greedy():
     model = small_model(seed=6)
     sampled = generate(model, [2, 2], 8, rng=np.random.default_rng(0), top_k=1)
@@ -360,7 +401,7 @@ def test_top_k_of_one_is_greedy():
     "args, kwargs, error, message",
     [
         (([1], 3), {}, TypeError, "rng"),
-        (([1] * 10, 3), {"greedy": True}, ValueError, "context_length = 12"),
+        (([1] * 13, 3), {"greedy": True}, ValueError, "context_length = 12"),
         (([], 3), {"greedy": True}, ValueError, "at least one token"),
         (([1], 0), {"greedy": True}, ValueError, "n_new_tokens"),
         (([1.5], 2), {"greedy": True}, TypeError, "integer"),
@@ -392,6 +433,7 @@ def test_the_default_options_build_chapter_12s_model():
     assert (config.positions, config.n_kv_heads, config.window, config.n_sinks) == (
         "learned", None, None, 0,
     )  # fmt: skip
+    assert (config.activation, config.gpt2_init) == ("relu", True)
     model = small_model()
     assert isinstance(model.position_embedding, nn.Embedding)
     for layer in model.blocks.layers:
@@ -440,8 +482,6 @@ def test_a_rope_model_reads_and_writes_past_its_context_length(window, n_sinks):
     cached = generate(model, [3, 1, 4], 20, greedy=True)
     assert cached.shape == (23,)
     assert cached.tolist() == generate(model, [3, 1, 4], 20, greedy=True, use_cache=False).tolist()
-    with pytest.raises(ValueError, match="context_length = 12"):
-        generate(small_model(), [3, 1, 4], 20, greedy=True)  # learned positions run out
 
 
 def test_a_rope_model_is_causal_and_depends_on_order():
@@ -567,6 +607,8 @@ def test_a_learned_window_model_still_stops_at_the_context_length():
         (lambda: GPTConfig(11, window=4, n_sinks=-1), ValueError, "n_sinks"),
         (lambda: GPTConfig(11, window=4, n_sinks=1.0), TypeError, "n_sinks"),
         (lambda: GPTConfig(11, n_sinks=2), ValueError, "n_sinks = 2 needs a window"),
+        (lambda: GPTConfig(11, activation="swish"), ValueError, "activation must be one of"),
+        (lambda: GPTConfig(11, gpt2_init=1), TypeError, "gpt2_init must be True or False"),
         (lambda: KVCache(2, n_sinks=1), ValueError, "needs a window"),
         (lambda: KVCache(2, window=0), ValueError, "window"),
         (

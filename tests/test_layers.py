@@ -116,6 +116,57 @@ def test_multi_head_attention_equals_torch_multihead_attention(case):
     assert not to_numpy(weights).transpose(0, 2, 1, 3)[~has_key].any()
 
 
+@PROPERTY_SETTINGS
+@given(case=attention_case(), training=st.booleans())
+def test_without_weights_the_fused_path_gives_the_same_output_and_gradients(case, training):
+    """Weights are opt-in: without them, F.scaled_dot_product_attention computes the output;
+    it equals the explicit path's (float64), gradients included."""
+    d_model = case["x_q"].shape[-1]
+    params = random_params(d_model, case["rng"], bias=case["bias"])
+    module = MultiHeadAttention.from_params(params, case["n_heads"]).train(training)
+    mask = torch.from_numpy(case["mask"])
+    outputs, gradients = [], []
+    for return_weights in (True, False):
+        x_q = torch.from_numpy(case["x_q"]).requires_grad_()
+        x_kv = x_q if case["x_kv"] is case["x_q"] else torch.from_numpy(case["x_kv"])
+        result = module(x_q, x_kv, x_kv, mask, return_weights)
+        output = result[0] if return_weights else result
+        output.pow(2).sum().backward()
+        outputs.append(to_numpy(output))
+        gradients.append(to_numpy(x_q.grad))
+    np.testing.assert_allclose(outputs[1], outputs[0], **TOLERANCES)
+    np.testing.assert_allclose(gradients[1], gradients[0], **TOLERANCES)
+
+
+def test_the_weights_are_computed_only_when_asked_for_or_when_a_query_sees_no_key(monkeypatch):
+    import selfattn_lib.layers as layers
+
+    calls = []
+
+    def counted(scores, mask):
+        calls.append(scores.shape)
+        return masked_softmax(scores, mask)
+
+    monkeypatch.setattr(layers, "masked_softmax", counted)
+    torch.manual_seed(0)
+    module = MultiHeadAttention(8, 2).double().eval()
+    x = torch.randn(2, 4, 8, dtype=torch.float64)
+    causal = torch.ones(4, 4, dtype=torch.bool).tril()
+    module(x, x, x, causal)  # fused
+    module(x, x, x)
+    assert calls == []
+    module(x, x, x, causal, return_weights=True)
+    assert calls == [(2, 2, 4, 4)]
+    no_key = causal.clone()
+    no_key[1] = False  # query 1 sees nothing: the explicit path gives it zeros
+    output = module(x, x, x, no_key)
+    assert len(calls) == 2
+    assert torch.allclose(output[:, 1], module.w_o.bias.expand(2, 8))
+    dropping = MultiHeadAttention(8, 2, dropout=0.5).double().train()
+    dropping(x, x, x, causal)  # dropout acts on the weights: they are computed
+    assert len(calls) == 3
+
+
 def test_parameters_round_trip_between_numpy_and_torch():
     params = random_params(6, np.random.default_rng(0), bias=True)
     back = MultiHeadAttention.from_params(params, n_heads=3).to_params()
@@ -449,10 +500,28 @@ def test_pre_norm_gradients_fall_from_the_first_layer_more_as_the_stack_deepens(
     assert 1 < falls[0] < falls[1] < falls[2]
 
 
+def test_a_gelu_layer_equals_torchs():
+    torch.manual_seed(0)
+    torch_layer = nn.TransformerEncoderLayer(
+        8, 2, 16, activation="gelu", batch_first=True, norm_first=True, dtype=torch.float64
+    ).eval()
+    layer = EncoderLayer.from_torch(torch_layer).eval()
+    assert layer.feed_forward.activation == "gelu"
+    x = torch.randn(2, 5, 8, dtype=torch.float64)
+    causal = torch.ones(5, 5, dtype=torch.bool).tril()
+    with torch.no_grad():
+        expected = torch_layer(x, src_mask=~causal)
+        torch.testing.assert_close(layer(x, causal), expected, rtol=1e-6, atol=1e-9)
+    decoder_layer = nn.TransformerDecoderLayer(8, 2, 16, activation=nn.GELU(), batch_first=True)
+    assert DecoderLayer.from_torch(decoder_layer).feed_forward.activation == "gelu"
+
+
 def test_from_torch_rejects_what_the_course_does_not_build():
-    gelu = nn.TransformerEncoderLayer(8, 2, 16, activation="gelu", batch_first=True)
-    with pytest.raises(ValueError, match="ReLU"):
-        EncoderLayer.from_torch(gelu)
+    tanh_gelu = nn.TransformerEncoderLayer(
+        8, 2, 16, activation=nn.GELU(approximate="tanh"), batch_first=True
+    )
+    with pytest.raises(ValueError, match="ReLU or the \\(exact\\) GELU"):
+        EncoderLayer.from_torch(tanh_gelu)
     with pytest.raises(ValueError, match="batch_first"):
         DecoderLayer.from_torch(nn.TransformerDecoderLayer(8, 2, 16))
     with pytest.raises(TypeError, match="TransformerEncoderLayer"):

@@ -622,6 +622,8 @@ _CH12_APPLY_CASES = (
     ([2, 1, 0, 2, 1, 0], [(0, 1), (3, 2)], 3),  # no pair of a merge occurs
     # Ids of two digits: written as text, "1 1" is also inside "1 11" and "11 1".
     ([1, 11, 1, 1, 11, 1, 5], [(1, 1), (12, 11)], 12),
+    # The order decides: merge 0 takes 1 2, so merge 1's 0 1 no longer occurs.
+    ([0, 1, 2], [(1, 2), (0, 1)], 3),
 )
 
 

@@ -384,7 +384,13 @@ def head_weights(
         raise ValueError(f"axes must hold H = {n_heads} axes, got {len(axes)}")
     for head, ax in enumerate(axes):
         image = ax.imshow(values[head], cmap=SEQUENTIAL_CMAP, vmin=0.0, vmax=1.0)
-        ax.set_xticks(range(t_k), labels=list(key_tokens), rotation=45, ha="right")
+        single = all(len(str(token)) == 1 for token in key_tokens)  # characters: upright
+        ax.set_xticks(
+            range(t_k),
+            labels=list(key_tokens),
+            rotation=0 if single else 45,
+            ha="center" if single else "right",
+        )
         ax.set_yticks(range(t_q), labels=list(tokens))
         ax.set_xlabel("key")
         if head and _right_of(ax, axes[head - 1]):

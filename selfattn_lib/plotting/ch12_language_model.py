@@ -124,43 +124,51 @@ def sampling_flow(
     candidates: Sequence[str],
     logits: Sequence[float],
     probabilities: Sequence[float],
+    top_k_kept: Sequence[float],
     kept: Sequence[float],
     *,
     temperature: float,
+    top_k: int,
     top_p: float,
 ) -> Diagram:
-    """One sampling step drawn with its numbers: the logits of the most likely next
-    characters, the probabilities after dividing by the temperature and the softmax, and the
-    distribution that top-p keeps (the others set to zero, the rest renormalised).
+    """One sampling step drawn with its numbers, in the order ``generate`` applies them: the
+    logits of the most likely next characters, the probabilities after dividing by the
+    temperature and the softmax, what top-k keeps of them, and what top-p then keeps (each
+    time the others set to zero and the rest renormalised).
 
     Shapes
     ------
-    ``candidates``: ``(k,)`` characters; ``logits``, ``probabilities``, ``kept``: ``(k,)``.
+    ``candidates``: ``(k,)`` characters; ``logits``, ``probabilities``, ``top_k_kept``,
+    ``kept``: ``(k,)``.
 
     Examples
     --------
     >>> from selfattn_lib.plotting.diagrams import read_back
-    >>> d = sampling_flow("ab", [1.0, 0.0], [0.73, 0.27], [1.0, 0.0], temperature=1.0,
-    ...                   top_p=0.5)
-    >>> read_back(d.figure, "kept").tolist()
-    [[1.0, 0.0]]
+    >>> d = sampling_flow("abc", [1.0, 0.0, -1.0], [0.67, 0.24, 0.09], [0.73, 0.27, 0.0],
+    ...                   [1.0, 0.0, 0.0], temperature=1.0, top_k=2, top_p=0.5)
+    >>> read_back(d.figure, "top-k").tolist()
+    [[0.73, 0.27, 0.0]]
     """
-    arrays = [np.asarray(values, dtype=np.float64) for values in (logits, probabilities, kept)]
+    arrays = [
+        np.asarray(values, dtype=np.float64) for values in (logits, probabilities, top_k_kept, kept)
+    ]
     if any(array.shape != (len(candidates),) for array in arrays):
         raise ValueError(
-            "logits, probabilities and kept need one value per candidate: "
+            "logits, probabilities, top_k_kept and kept need one value per candidate: "
             f"{len(candidates)} candidates, shapes {[array.shape for array in arrays]}"
         )
     labels = visible_characters(candidates)
+    settings = f"temperature {temperature:g}, top-k {top_k}, top-p {top_p:g}"
     return flow(
         Grid("logits", arrays[0], cols=labels, role="scores", fmt=".1f"),
         f"÷ {temperature:g}, softmax →",
         Grid("p", arrays[1], cols=labels, role="weights"),
+        f"top-k {top_k} →",
+        Grid("top-k", arrays[2], cols=labels, role="weights", note="renormalised"),
         f"top-p {top_p:g} →",
-        Grid("kept", arrays[2], cols=labels, role="weights", note="renormalised"),
+        Grid("kept", arrays[3], cols=labels, role="weights", note="renormalised"),
         # On a phone, the title breaks before its parenthesis, not inside it.
-        title=f"one sampling step{' ' if current_layout() == 'laptop' else chr(10)}"
-        f"(temperature {temperature:g}, top-p {top_p:g})",
+        title=f"one sampling step{' ' if current_layout() == 'laptop' else chr(10)}({settings})",
     )
 
 

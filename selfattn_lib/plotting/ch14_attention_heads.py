@@ -21,6 +21,7 @@ from selfattn_lib.plotting.base import (
     COLUMN_WIDTH,
     DIVERGING_CMAP,
     OKABE_ITO,
+    PHONE_COLUMN_WIDTH,
     current_layout,
     for_the_page,
     new_axes,
@@ -230,6 +231,7 @@ def head_maps(
     first_layer: int = 1,
     first_head: int = 0,
     columns: int = 2,
+    phone_columns: int = 1,
 ) -> Figure:
     """Every head's attention weights on one sequence, as small multiples on one colour
     scale (viridis, ``[0, 1]``): one panel per head, titled ``layer l · head h`` and, below,
@@ -262,13 +264,26 @@ def head_maps(
     first_layer = _whole_number("first_layer", first_layer)
     first_head = _whole_number("first_head", first_head, smallest=0)
     columns = _whole_number("columns", columns)
-    if columns > 2:
-        raise ValueError(f"at most 2 panels side by side fit a phone, got columns = {columns}")
+    phone_columns = _whole_number("phone_columns", phone_columns)
+    if columns > 4 or phone_columns > 2:
+        raise ValueError(
+            "at most 4 panels side by side fit the column, and 2 a phone's: got "
+            f"columns = {columns}, phone_columns = {phone_columns}"
+        )
 
     n_panels = n_layers * n_heads
     width = min(COLUMN_WIDTH, 0.16 * n_tokens * min(columns, n_panels) + 2.0)
-    fig, axes = small_multiples(  # on a phone, one panel a row
-        n_panels, columns=columns, panel_height=0.13 * n_tokens + 1.05, width=width
+    phone = current_layout() == "phone"
+    shown = min(phone_columns if phone else columns, n_panels)  # panels in a row
+    # A panel is square: no taller than the row leaves it wide (the query labels and the
+    # colour bar take about 1.6 in), plus 1.05 in for its title and key labels.
+    side = min(0.13 * n_tokens, ((PHONE_COLUMN_WIDTH if phone else width) - 1.6) / shown)
+    fig, axes = small_multiples(  # on a phone, phone_columns panels a row
+        n_panels,
+        columns=columns,
+        phone_columns=phone_columns,
+        panel_height=side + 1.05,
+        width=width,
     )
     titles = []
     for layer in range(n_layers):

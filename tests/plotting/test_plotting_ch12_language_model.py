@@ -52,21 +52,26 @@ def test_ch12_next_token_flow_rejects_bad_input(inputs, targets, probabilities, 
         plotting.next_token_flow(inputs, targets, probabilities)
 
 
-def test_ch12_sampling_flow_draws_logits_probabilities_and_what_top_p_keeps():
+def test_ch12_sampling_flow_draws_logits_probabilities_then_what_top_k_and_top_p_keep():
     from selfattn_lib import sampling
 
     logits = np.array([2.0, 1.0, 0.5, -1.0])
     probabilities = sampling.temperature_probabilities(logits, 0.8)
-    kept = sampling.top_p_filter(probabilities, 0.9)
+    top_k_kept = sampling.top_k_filter(probabilities, 3)
+    kept = sampling.top_p_filter(top_k_kept, 0.9)
     diagram = plotting.sampling_flow(
-        list("ab c"), logits, probabilities, kept, temperature=0.8, top_p=0.9
-    )
+        list("ab c"), logits, probabilities, top_k_kept, kept, temperature=0.8, top_k=3,
+        top_p=0.9,
+    )  # fmt: skip
     assert read_back(diagram.figure, "logits").tolist() == [[2.0, 1.0, 0.5, -1.0]]
     np.testing.assert_allclose(read_back(diagram.figure, "p")[0], probabilities, atol=0.005)
+    np.testing.assert_allclose(read_back(diagram.figure, "top-k")[0], top_k_kept, atol=0.005)
     np.testing.assert_allclose(read_back(diagram.figure, "kept")[0], kept, atol=0.005)
-    assert "temperature 0.8, top-p 0.9" in diagram.alt
+    assert "temperature 0.8, top-k 3, top-p 0.9" in diagram.alt
     with pytest.raises(ValueError, match="one value per candidate"):
-        plotting.sampling_flow("ab", [1.0], [1.0], [1.0], temperature=1.0, top_p=1.0)
+        plotting.sampling_flow(
+            "ab", [1.0], [1.0], [1.0], [1.0], temperature=1.0, top_k=1, top_p=1.0
+        )
 
 
 def test_ch12_next_character_bars_draws_both_distributions_side_by_side():
@@ -145,7 +150,15 @@ def test_ch12_sampling_settings_draws_a_panel_per_setting_with_one_legend():
         lambda **kw: plotting.merges_and_length([0, 10], [100, 80], 100, **kw),
         lambda **kw: plotting.decoding_cost([1, 2], {"a": [1e-3, 2e-3]}, {"a": [1, 2]}, **kw),
         lambda **kw: plotting.sampling_flow(
-            "ab", [1.0, 0.0], [0.7, 0.3], [1.0, 0.0], temperature=1.0, top_p=0.5, **kw
+            "ab",
+            [1.0, 0.0],
+            [0.7, 0.3],
+            [0.7, 0.3],
+            [1.0, 0.0],
+            temperature=1.0,
+            top_k=2,
+            top_p=0.5,
+            **kw,
         ),
         lambda **kw: plotting.next_token_flow("ab", "bc", [0.5, 0.25], **kw),
     ],

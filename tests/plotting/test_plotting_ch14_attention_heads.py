@@ -183,7 +183,8 @@ def test_ch14_head_maps_keeps_the_names_of_a_slice_of_heads():
     [
         (np.full((2, 3, 3), 1 / 3), {}, r"shape \(L, H, T, T\)"),
         (np.full((1, 2, 3, 3), 1 / 3), {"scores": {"x": np.ones((2, 1))}}, r"scores\['x'\]"),
-        (np.full((1, 2, 3, 3), 1 / 3), {"columns": 3}, "at most 2 panels side by side"),
+        (np.full((1, 2, 3, 3), 1 / 3), {"columns": 5}, "at most 4 panels side by side"),
+        (np.full((1, 2, 3, 3), 1 / 3), {"phone_columns": 3}, "2 a phone"),
         (np.full((1, 2, 3, 3), 1 / 3), {"first_layer": 0}, "first_layer must be at least 1"),
     ],
 )
