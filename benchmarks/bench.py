@@ -44,9 +44,10 @@ TARGET_SECONDS = {
     "14_what_attention_heads_learn": 150,
 }
 # What a training chapter prints about its model, read from the run's own outputs: chapter 12's
-# training time (target 45 s, one thread) and bits per character of the baselines and the model. Only at
-# the start of a line: chapter 14's "GPT training:" is read below. Chapter 14 prints a
-# "training:" line too, for its attention-only model; each chapter's table applies its target.
+# training time (target 45 s, one thread) and bits per character of the baselines and the
+# model. Only at the start of a line: chapter 14's "GPT training:" is read below. Chapter 14
+# prints a "training:" line too, for its attention-only model; each chapter's table applies
+# its target.
 TRAINING_LINE = re.compile(
     r"^training: (?P<steps>\d+) steps in (?P<training>[\d.]+) s", re.MULTILINE
 )
