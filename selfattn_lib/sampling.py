@@ -4,8 +4,8 @@ A language model ends with one score, a *logit*, per token of its vocabulary of 
 Writing text means turning those scores into one token, again and again:
 
 - :func:`greedy_token` takes the most likely token (the arg-max);
-- :func:`temperature_probabilities` is ``softmax(logits / T)``: a temperature ``T < 1``
-  sharpens the distribution towards the arg-max, ``T > 1`` flattens it;
+- :func:`temperature_probabilities` is ``softmax(logits / τ)``: a temperature ``τ < 1``
+  sharpens the distribution towards the arg-max, ``τ > 1`` flattens it;
 - :func:`top_k_filter` keeps the ``k`` most probable tokens, :func:`top_p_filter` the
   smallest set of most probable tokens whose total probability reaches ``p`` (nucleus
   sampling, Holtzman et al. 2020); both renormalise what they keep;
@@ -46,8 +46,8 @@ def temperature_probabilities(logits: ArrayLike, temperature: float = 1.0) -> np
         One score per token of the vocabulary. ``-inf`` is allowed (a banned token gets
         probability 0), but every row needs at least one finite logit.
     temperature
-        A finite positive number ``T``: ``T → 0`` approaches the arg-max (greedy decoding),
-        ``T = 1`` is the model's own distribution, large ``T`` approaches uniform.
+        A finite positive number ``τ``: ``τ → 0`` approaches the arg-max (greedy decoding),
+        ``τ = 1`` is the model's own distribution, large ``τ`` approaches uniform.
 
     Shapes
     ------

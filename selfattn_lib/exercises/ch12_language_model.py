@@ -22,8 +22,8 @@ def check_next_token_probabilities(next_token_probabilities: Callable[..., Any])
 
     Expected signature: ``next_token_probabilities(logits: np.ndarray, temperature: float)
     -> np.ndarray``: for each row of logits, the probabilities of the next token at the
-    temperature ``T > 0`` (``T = 1`` gives the model's own distribution, ``T < 1`` a sharper
-    one and ``T > 1`` a flatter one), written with NumPy. It must work for logits of any
+    temperature ``τ > 0`` (``τ = 1`` gives the model's own distribution, ``τ < 1`` a sharper
+    one and ``τ > 1`` a flatter one), written with NumPy. It must work for logits of any
     size, for a single row and for a batch of rows.
 
     Shapes
@@ -55,7 +55,7 @@ def check_next_token_probabilities(next_token_probabilities: Callable[..., Any])
 
     def mistakes(logits: np.ndarray, temperature: float) -> list[tuple[Any, str]]:
         plain = softmax.softmax(logits, axis=-1)
-        t = f"T = {temperature:g}"
+        t = f"τ = {temperature:g}"
         found = [
             (
                 plain / temperature,
@@ -64,35 +64,35 @@ def check_next_token_probabilities(next_token_probabilities: Callable[..., Any])
             ),
             (
                 softmax.softmax(plain / temperature, axis=-1),
-                "this is a softmax of the probabilities divided by T: a second softmax of "
-                "numbers between 0 and 1 comes out nearly uniform for T near 1 or above, and "
-                "it is not softmax(logits / T). Divide the LOGITS by T, then take one softmax",
+                "this is a softmax of the probabilities divided by τ: a second softmax of "
+                "numbers between 0 and 1 comes out nearly uniform for τ near 1 or above, and "
+                "it is not softmax(logits / τ). Divide the LOGITS by τ, then take one softmax",
             ),
             (
                 plain ** (1 / temperature),
-                "the probabilities raised to the power 1/T have the right ratios, but they "
+                "the probabilities raised to the power 1/τ have the right ratios, but they "
                 "no longer sum to 1: divide each row by its total (or, simpler, divide the "
-                "logits by T before the softmax)",
+                "logits by τ before the softmax)",
             ),
             (
                 softmax.softmax(logits / temperature**2, axis=-1),
-                f"the logits were divided by {t} TWICE, that is by T² = {temperature**2:g}: "
-                "divide them by T once, then take the softmax",
+                f"the logits were divided by {t} TWICE, that is by τ² = {temperature**2:g}: "
+                "divide them by τ once, then take the softmax",
             ),
             (
                 softmax.softmax(logits / math.sqrt(temperature), axis=-1),
-                f"the logits were divided by √T = {math.sqrt(temperature):.4g}, not by {t}: "
+                f"the logits were divided by √τ = {math.sqrt(temperature):.4g}, not by {t}: "
                 "the temperature itself divides the logits",
             ),
             (
                 softmax.softmax(logits * temperature, axis=-1),
-                f"the logits were MULTIPLIED by {t}: divide them by T, so that a temperature "
+                f"the logits were MULTIPLIED by {t}: divide them by τ, so that a temperature "
                 "below 1 makes the distribution sharper and one above 1 flatter",
             ),
             (
                 plain,
                 f"the temperature has no effect: this is the softmax of the logits, whatever "
-                "T is (T left out, or added to or subtracted from every logit, which the "
+                "τ is (τ left out, or added to or subtracted from every logit, which the "
                 f"softmax ignores). Divide the logits by {t} before the softmax",
             ),
             (
@@ -184,8 +184,8 @@ def check_next_token_probabilities(next_token_probabilities: Callable[..., Any])
             _NUMPY_ONLY,
         )
         return (
-            "Your next-token distribution is right: softmax(logits / T) row by row, stable "
-            "for large logits. As T → 0 it approaches greedy decoding: all the probability "
+            "Your next-token distribution is right: softmax(logits / τ) row by row, stable "
+            "for large logits. As τ → 0 it approaches greedy decoding: all the probability "
             "goes to the arg-max (shared equally if several logits tie for the largest)."
         )
 

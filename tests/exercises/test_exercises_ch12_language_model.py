@@ -130,18 +130,18 @@ def ch12_without_keepdims(logits, temperature):
 @pytest.mark.parametrize(
     ("answer", "fragments"),
     [
-        (lambda x, t: ch12_softmax(x) / t, ["divided by T = 0.5 AFTER the softmax"]),
+        (lambda x, t: ch12_softmax(x) / t, ["divided by τ = 0.5 AFTER the softmax"]),
         (
             lambda x, t: ch12_softmax(ch12_softmax(x) / t),
-            ["a second softmax", "it is not softmax(logits / T)"],
+            ["a second softmax", "it is not softmax(logits / τ)"],
         ),
-        (lambda x, t: ch12_softmax(x) ** (1 / t), ["power 1/T", "divide each row by its total"]),
+        (lambda x, t: ch12_softmax(x) ** (1 / t), ["power 1/τ", "divide each row by its total"]),
         (
             lambda x, t: ch12_softmax(np.asarray(x) / t / t),
-            ["divided by T = 0.5 TWICE, that is by T² = 0.25"],
+            ["divided by τ = 0.5 TWICE, that is by τ² = 0.25"],
         ),
-        (lambda x, t: ch12_softmax(x / np.sqrt(t)), ["divided by √T = 0.7071, not by T = 0.5"]),
-        (lambda x, t: ch12_softmax(x * t), ["MULTIPLIED by T = 0.5"]),
+        (lambda x, t: ch12_softmax(x / np.sqrt(t)), ["divided by √τ = 0.7071, not by τ = 0.5"]),
+        (lambda x, t: ch12_softmax(x * t), ["MULTIPLIED by τ = 0.5"]),
         (ch12_no_max_subtraction, ["returned NaN", "e^1000 overflows", "largest logit"]),
         (lambda x, t: ch12_softmax(x / t, axis=0), ["each COLUMN sums to 1"]),
         (ch12_whole_batch, ["the whole batch sums to 1"]),
